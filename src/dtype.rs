@@ -18,6 +18,8 @@ pub enum Dtype {
     F8_E5M2,
     F8_E4M3,
     F8_E8M0,
+    F8_E4M3FNUZ,
+    F8_E5M2FNUZ,
     I16,
     U16,
     F16,
@@ -31,7 +33,7 @@ pub enum Dtype {
     U64,
 }
 
-const ALL: [Dtype; 20] = [
+const ALL: [Dtype; 22] = [
     Dtype::BOOL,
     Dtype::F4,
     Dtype::F6_E2M3,
@@ -41,6 +43,8 @@ const ALL: [Dtype; 20] = [
     Dtype::F8_E5M2,
     Dtype::F8_E4M3,
     Dtype::F8_E8M0,
+    Dtype::F8_E4M3FNUZ,
+    Dtype::F8_E5M2FNUZ,
     Dtype::I16,
     Dtype::U16,
     Dtype::F16,
@@ -67,6 +71,8 @@ impl Dtype {
             Dtype::F8_E5M2 => "F8_E5M2",
             Dtype::F8_E4M3 => "F8_E4M3",
             Dtype::F8_E8M0 => "F8_E8M0",
+            Dtype::F8_E4M3FNUZ => "F8_E4M3FNUZ",
+            Dtype::F8_E5M2FNUZ => "F8_E5M2FNUZ",
             Dtype::I16 => "I16",
             Dtype::U16 => "U16",
             Dtype::F16 => "F16",
@@ -81,12 +87,17 @@ impl Dtype {
         }
     }
 
-    /// Parses a header spelling; also accepts lower case and the torch
-    /// spellings used by `--dtype` (`bfloat16`, `float16`, `fp8` ...).
+    /// Parses a header spelling exactly as safetensors writes it (`"BF16"`).
+    pub fn parse_header(s: &str) -> Option<Dtype> {
+        ALL.iter().copied().find(|d| d.name() == s)
+    }
+
+    /// Parses a user's spelling: the header spelling in any case, or
+    /// the torch spellings used by `--dtype` (`bfloat16`, `float16`, `fp8` ...).
     pub fn parse(s: &str) -> Option<Dtype> {
         let upper = s.to_ascii_uppercase();
-        if let Some(d) = ALL.iter().find(|d| d.name() == upper) {
-            return Some(*d);
+        if let Some(d) = Self::parse_header(&upper) {
+            return Some(d);
         }
         Some(match upper.trim_start_matches("TORCH.") {
             "BFLOAT16" => Dtype::BF16,
@@ -113,6 +124,7 @@ impl Dtype {
             Dtype::F6_E2M3 | Dtype::F6_E3M2 => 6,
             Dtype::BOOL | Dtype::U8 | Dtype::I8 => 8,
             Dtype::F8_E5M2 | Dtype::F8_E4M3 | Dtype::F8_E8M0 => 8,
+            Dtype::F8_E4M3FNUZ | Dtype::F8_E5M2FNUZ => 8,
             Dtype::I16 | Dtype::U16 | Dtype::F16 | Dtype::BF16 => 16,
             Dtype::I32 | Dtype::U32 | Dtype::F32 => 32,
             Dtype::C64 | Dtype::F64 | Dtype::I64 | Dtype::U64 => 64,
@@ -130,6 +142,8 @@ impl Dtype {
                 | Dtype::F8_E5M2
                 | Dtype::F8_E4M3
                 | Dtype::F8_E8M0
+                | Dtype::F8_E4M3FNUZ
+                | Dtype::F8_E5M2FNUZ
                 | Dtype::F16
                 | Dtype::BF16
                 | Dtype::F32

@@ -2,10 +2,15 @@
 //!
 //! Data flows one way: [`checkpoint`] locates and maps the files, reads the
 //! config and indexes every tensor; [`roles`] decides which tensor is the
-//! embedding and which the head; the `cmd` modules compute plain reports;
-//! `render` prints them as text or JSON.
+//! embedding and which the head; the [`cmd`] modules compute plain reports;
+//! [`render`] prints them as text or JSON.
 
+pub mod checkpoint;
+pub mod cli;
+pub mod cmd;
 pub mod dtype;
 pub mod error;
+pub mod render;
+pub mod roles;
 
 pub use error::{Error, Result};

@@ -1,1 +1,81 @@
-fn main() {}
+//! The `embscope` binary: parse the command line, run the command, print
+//! the report, map the outcome to an exit code (0 ok, 1 `check` findings at
+//! or above `--fail-on`, 2 bad usage or bad input; a broken pipe is 0).
+
+use std::io;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use embscope::checkpoint::Checkpoint;
+use embscope::cli::{Cli, Command};
+use embscope::cmd;
+use embscope::render::{self, Style};
+use embscope::roles::Roles;
+
+/// Why a run stopped early.
+enum Stop {
+    /// Bad usage or bad input: printed, exit code 2.
+    Error(embscope::Error),
+    /// Writing stdout failed (a closed pipe ends quietly).
+    Output(io::Error),
+}
+
+impl From<embscope::Error> for Stop {
+    fn from(e: embscope::Error) -> Self {
+        Stop::Error(e)
+    }
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        Stop::Output(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(Stop::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Stop::Output(e)) => {
+            eprintln!("embscope: cannot write output: {e}");
+            ExitCode::from(2)
+        }
+        Err(Stop::Error(e)) => {
+            eprintln!("embscope: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
+    let ckpt = Checkpoint::open(model, &cli.global.revision)?;
+    let roles = Roles::resolve(&ckpt);
+    Ok((ckpt, roles))
+}
+
+fn run(cli: &Cli) -> Result<u8, Stop> {
+    let style = Style::detect();
+    let json = cli.global.json;
+    match &cli.command {
+        Command::Info { model } => {
+            let (ckpt, roles) = open(model, cli)?;
+            render::emit(&cmd::info::run(&ckpt, &roles), json, &style)?;
+        }
+        Command::Tensors {
+            model,
+            filter,
+            sort,
+        } => {
+            let (ckpt, _) = open(model, cli)?;
+            let report = cmd::tensors::run(&ckpt, filter.as_deref(), *sort)?;
+            render::emit(&report, json, &style)?;
+        }
+        Command::Size(args) => {
+            let (ckpt, roles) = open(&args.model, cli)?;
+            render::emit(&cmd::size::run(&ckpt, &roles, args)?, json, &style)?;
+        }
+    }
+    Ok(0)
+}

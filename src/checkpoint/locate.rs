@@ -1,0 +1,230 @@
+//! Turning the MODEL argument into files: a directory, a `.safetensors`
+//! file, an `*.safetensors.index.json`, or a Hub id found in the local
+//! Hugging Face cache. Nothing is downloaded, ever.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// Where a checkpoint's files are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sources {
+    /// The directory searched for `config.json` and tokenizer files.
+    pub dir: PathBuf,
+    /// The index file, when the weights are sharded through one.
+    pub index: Option<PathBuf>,
+    /// The safetensors files, in a stable order. For an index, the files
+    /// it names (resolved later, once the index is read); empty until then.
+    pub shards: Vec<PathBuf>,
+    /// The Hub id and snapshot directory, when MODEL was resolved in the cache.
+    pub hub: Option<HubSnapshot>,
+}
+
+/// A model found in the local Hugging Face cache.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HubSnapshot {
+    /// The id as given, e.g. `Qwen/Qwen3-0.6B`.
+    pub id: String,
+    /// The revision asked for (`main` unless `--revision`).
+    pub revision: String,
+    /// The commit the revision points at.
+    pub commit: String,
+}
+
+/// Resolves MODEL. `revision` applies only to Hub ids.
+pub fn locate(model: &str, revision: &str) -> Result<Sources> {
+    let path = Path::new(model);
+    if path.is_dir() {
+        return from_dir(path);
+    }
+    if path.is_file() {
+        return from_file(path);
+    }
+    if looks_like_hub_id(model) {
+        return from_hub(model, revision);
+    }
+    Err(Error::BadInput(format!(
+        "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json or a Hub id such as `org/name`)"
+    )))
+}
+
+fn from_dir(dir: &Path) -> Result<Sources> {
+    let mut safetensors = Vec::new();
+    let mut indexes = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for entry in entries {
+        let p = entry.map_err(|e| Error::io(dir, e))?.path();
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".safetensors.index.json") {
+            indexes.push(p);
+        } else if name.ends_with(".safetensors") && p.is_file() {
+            safetensors.push(p);
+        }
+    }
+    indexes.sort();
+    safetensors.sort();
+    let preferred = dir.join("model.safetensors.index.json");
+    let index = if indexes.contains(&preferred) {
+        Some(preferred)
+    } else if indexes.len() == 1 {
+        indexes.pop()
+    } else if indexes.len() > 1 {
+        return Err(Error::bad_file(
+            dir,
+            format!(
+                "{} index files and none is `model.safetensors.index.json`; name one of them as MODEL",
+                indexes.len()
+            ),
+        ));
+    } else {
+        None
+    };
+    if index.is_some() {
+        return Ok(Sources {
+            dir: dir.to_path_buf(),
+            index,
+            shards: Vec::new(),
+            hub: None,
+        });
+    }
+    if safetensors.is_empty() {
+        return Err(Error::bad_file(
+            dir,
+            "no .safetensors files and no .safetensors.index.json in this directory",
+        ));
+    }
+    let single = dir.join("model.safetensors");
+    let shards = if safetensors.contains(&single) {
+        vec![single]
+    } else {
+        safetensors
+    };
+    Ok(Sources {
+        dir: dir.to_path_buf(),
+        index: None,
+        shards,
+        hub: None,
+    })
+}
+
+fn from_file(file: &Path) -> Result<Sources> {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let dir = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if name.ends_with(".index.json") {
+        Ok(Sources {
+            dir,
+            index: Some(file.to_path_buf()),
+            shards: Vec::new(),
+            hub: None,
+        })
+    } else if name.ends_with(".safetensors") {
+        Ok(Sources {
+            dir,
+            index: None,
+            shards: vec![file.to_path_buf()],
+            hub: None,
+        })
+    } else {
+        Err(Error::bad_file(
+            file,
+            "expected a .safetensors file, a .safetensors.index.json or a model directory",
+        ))
+    }
+}
+
+/// `org/name` or `name`, made of the characters the Hub allows.
+fn looks_like_hub_id(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('/').collect();
+    let ok = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with('.')
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (1..=2).contains(&parts.len()) && parts.iter().all(|p| ok(p))
+}
+
+/// The hub cache directory: `HF_HUB_CACHE`, else `HF_HOME/hub`, else
+/// `~/.cache/huggingface/hub`.
+pub fn hub_cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(p) = var("HF_HUB_CACHE") {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(p) = var("HF_HOME") {
+        return Some(PathBuf::from(p).join("hub"));
+    }
+    if let Some(p) = var("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(p).join("huggingface").join("hub"));
+    }
+    var("HOME").map(|h| {
+        PathBuf::from(h)
+            .join(".cache")
+            .join("huggingface")
+            .join("hub")
+    })
+}
+
+fn from_hub(id: &str, revision: &str) -> Result<Sources> {
+    let cache = hub_cache_dir().ok_or_else(|| {
+        Error::BadInput(format!(
+            "`{id}` is not a path, and no Hugging Face cache is known (set HF_HUB_CACHE or HF_HOME)"
+        ))
+    })?;
+    let repo = cache.join(format!("models--{}", id.replace('/', "--")));
+    if !repo.is_dir() {
+        return Err(Error::BadInput(format!(
+            "`{id}` is not a path, and not in the Hugging Face cache (looked for `{}`); embscope never downloads: fetch it with `hf download {id}` first",
+            repo.display()
+        )));
+    }
+    let ref_file = repo.join("refs").join(revision);
+    let commit = if ref_file.is_file() {
+        std::fs::read_to_string(&ref_file)
+            .map_err(|e| Error::io(&ref_file, e))?
+            .trim()
+            .to_string()
+    } else {
+        revision.to_string()
+    };
+    let snapshot = repo.join("snapshots").join(&commit);
+    if commit.is_empty() || commit.contains(['/', '\\']) || !snapshot.is_dir() {
+        return Err(Error::BadInput(format!(
+            "`{id}`: revision `{revision}` is not in the cache (no `{}` and no snapshot `{}`)",
+            ref_file.display(),
+            snapshot.display()
+        )));
+    }
+    let mut sources = from_dir(&snapshot)?;
+    sources.hub = Some(HubSnapshot {
+        id: id.to_string(),
+        revision: revision.to_string(),
+        commit,
+    });
+    Ok(sources)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hub_ids() {
+        for (s, ok) in [
+            ("Qwen/Qwen3-0.6B", true),
+            ("gpt2", true),
+            ("meta-llama/Llama-3.1-8B", true),
+            ("a/b/c", false),
+            ("./x", false),
+            ("../x/y", false),
+            ("/abs/path", false),
+            ("", false),
+            ("x y/z", false),
+        ] {
+            assert_eq!(looks_like_hub_id(s), ok, "{s}");
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Opening a checkpoint: locate its files, map every shard read-only,
+//! validate the headers and build one tensor index, read `config.json`.
+//!
+//! Opening reads headers only; tensor bytes are touched when a command asks
+//! for them through [`Checkpoint::bytes`].
+
+pub mod config;
+pub mod header;
+mod index;
+pub mod locate;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+pub use config::ModelConfig;
+pub use locate::{HubSnapshot, Sources};
+
+use crate::dtype::Dtype;
+use crate::{Error, Result};
+
+/// One mapped safetensors file.
+#[derive(Debug)]
+pub struct Shard {
+    /// The file.
+    pub path: PathBuf,
+    /// Its bytes, mapped read-only.
+    pub map: Mmap,
+    /// Byte length of the JSON header.
+    pub header_len: usize,
+    /// The header's `__metadata__`.
+    pub metadata: BTreeMap<String, String>,
+    /// Number of tensors in this file.
+    pub tensor_count: usize,
+}
+
+/// Where one tensor lives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorEntry {
+    /// Tensor name.
+    pub name: String,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Shape.
+    pub shape: Vec<usize>,
+    /// Index into [`Checkpoint::shards`].
+    pub shard: usize,
+    /// Absolute byte range in the shard file.
+    pub range: Range<usize>,
+}
+
+impl TensorEntry {
+    /// Number of elements.
+    pub fn params(&self) -> u64 {
+        self.shape.iter().map(|&d| d as u64).product()
+    }
+
+    /// Number of bytes.
+    pub fn bytes(&self) -> u64 {
+        (self.range.end - self.range.start) as u64
+    }
+}
+
+/// An opened checkpoint: mapped shards, one tensor index, config.
+#[derive(Debug)]
+pub struct Checkpoint {
+    /// The MODEL argument as given.
+    pub model: String,
+    /// The files it resolved to.
+    pub sources: Sources,
+    /// Mapped shards, in the order of `sources.shards`.
+    pub shards: Vec<Shard>,
+    /// Every tensor, by name.
+    pub tensors: BTreeMap<String, TensorEntry>,
+    /// `config.json`, when present.
+    pub config: Option<ModelConfig>,
+}
+
+impl Checkpoint {
+    /// Locates and opens MODEL (see [`locate::locate`]).
+    pub fn open(model: &str, revision: &str) -> Result<Checkpoint> {
+        let mut sources = locate::locate(model, revision)?;
+        let weight_map = match &sources.index {
+            Some(index) => {
+                let wm = index::read(index)?;
+                sources.shards = wm.shards.clone();
+                Some(wm)
+            }
+            None => None,
+        };
+        let mut shards = Vec::with_capacity(sources.shards.len());
+        let mut tensors: BTreeMap<String, TensorEntry> = BTreeMap::new();
+        for (i, path) in sources.shards.iter().enumerate() {
+            let map = map_file(path)?;
+            let h = header::parse(path, &map)?;
+            for t in &h.tensors {
+                if let Some(prev) = tensors.get(&t.name) {
+                    return Err(Error::bad_file(
+                        path,
+                        format!(
+                            "tensor `{}` is also in `{}`; a tensor must be stored once",
+                            t.name,
+                            shards_path(&shards, prev.shard).display()
+                        ),
+                    ));
+                }
+                tensors.insert(
+                    t.name.clone(),
+                    TensorEntry {
+                        name: t.name.clone(),
+                        dtype: t.dtype,
+                        shape: t.shape.clone(),
+                        shard: i,
+                        range: t.start..t.end,
+                    },
+                );
+            }
+            shards.push(Shard {
+                path: path.clone(),
+                map,
+                header_len: h.header_len,
+                metadata: h.metadata,
+                tensor_count: h.tensors.len(),
+            });
+        }
+        if let (Some(wm), Some(index_path)) = (&weight_map, &sources.index) {
+            wm.check_against(index_path, &tensors, &sources.shards)?;
+        }
+        let config = ModelConfig::load(&sources.dir)?;
+        Ok(Checkpoint {
+            model: model.to_string(),
+            sources,
+            shards,
+            tensors,
+            config,
+        })
+    }
+
+    /// The tensor called `name`.
+    pub fn tensor(&self, name: &str) -> Option<&TensorEntry> {
+        self.tensors.get(name)
+    }
+
+    /// The stored bytes of a tensor (touches the mapped pages when read).
+    pub fn bytes(&self, t: &TensorEntry) -> &[u8] {
+        &self.shards[t.shard].map[t.range.clone()]
+    }
+
+    /// The file a tensor is stored in.
+    pub fn file_of(&self, t: &TensorEntry) -> &Path {
+        &self.shards[t.shard].path
+    }
+}
+
+fn shards_path(shards: &[Shard], i: usize) -> &Path {
+    &shards[i].path
+}
+
+/// Maps a file read-only. Short files are rejected before mapping.
+fn map_file(path: &Path) -> Result<Mmap> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len < 8 {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "file is {len} bytes, too short for a safetensors header (8-byte length prefix expected)"
+            ),
+        ));
+    }
+    // SAFETY: the map is read-only and private to this process. If another
+    // process truncates the file while we run, reads may fault (SIGBUS); this
+    // is the accepted contract of memory-mapped model loaders (safetensors,
+    // candle) and the reason files are opened read-only and never written.
+    unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+}

@@ -1,0 +1,98 @@
+//! The command line, as clap derive types. Each field's doc comment is its
+//! `--help` text. No logic lives here.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::roles::Which;
+
+/// Inspect the vocabulary layers (input embedding and LM head) of a
+/// language-model checkpoint, straight from its safetensors files.
+///
+/// MODEL is a Hugging Face model directory, a .safetensors file, an
+/// *.safetensors.index.json, or a Hub id (org/name) already in the local
+/// Hugging Face cache. Nothing is ever downloaded; files are opened read-only.
+#[derive(Debug, Parser)]
+#[command(name = "embscope", version, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Options every command takes.
+    #[command(flatten)]
+    pub global: Global,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Print one JSON document on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The matrix to work on; `head` of a tied model is the embedding.
+    #[arg(long, global = true, value_enum, default_value_t = Which::Embed)]
+    pub matrix: Which,
+    /// Print no notes or progress on stderr, only results and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Never draw a progress bar.
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+    /// Revision of a Hub id in the local cache (branch, tag or commit).
+    #[arg(long, global = true, default_value = "main", value_name = "REV")]
+    pub revision: String,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Files, config, the embedding and head tensors, tie status, tokenizer.
+    Info {
+        /// Model directory, .safetensors file, index file or Hub id.
+        model: String,
+    },
+    /// One row per tensor: name, dtype, shape, parameters, bytes, file.
+    Tensors {
+        /// Model directory, .safetensors file, index file or Hub id.
+        model: String,
+        /// Only tensors whose name matches this glob (`*` crosses dots), e.g. `*embed*`.
+        #[arg(long, value_name = "GLOB")]
+        filter: Option<String>,
+        /// Row order.
+        #[arg(long, value_enum, default_value_t = SortBy::Name)]
+        sort: SortBy,
+    },
+    /// Parameters and bytes by dtype, the vocabulary layers' share, what
+    /// tying saves, and what-if figures (header only).
+    Size(SizeArgs),
+}
+
+/// Row order of `tensors`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortBy {
+    /// By name, ascending.
+    Name,
+    /// By bytes, largest first.
+    Size,
+}
+
+/// Arguments of `size`.
+#[derive(Debug, Args)]
+pub struct SizeArgs {
+    /// Model directory, .safetensors file, index file or Hub id.
+    pub model: String,
+    /// What if the vocabulary had N rows.
+    #[arg(long, value_name = "N")]
+    pub vocab: Option<u64>,
+    /// What if the hidden size were N (changes the vocabulary layers only).
+    #[arg(long, value_name = "N")]
+    pub hidden: Option<u64>,
+    /// What if every floating-point tensor were stored as D (bf16, f16, f32, f8_e4m3 ...).
+    #[arg(long, value_name = "D")]
+    pub dtype: Option<String>,
+    /// What if the head were tied to the embedding.
+    #[arg(long, conflicts_with = "untie")]
+    pub tie: bool,
+    /// What if the head were stored separately.
+    #[arg(long)]
+    pub untie: bool,
+}

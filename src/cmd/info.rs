@@ -1,0 +1,110 @@
+//! `info`: what a download holds: files, config summary, the embedding and
+//! head tensors, tie status, tokenizer. Reads headers and small JSON files only.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::TensorSummary;
+use crate::checkpoint::{Checkpoint, HubSnapshot, ModelConfig};
+use crate::roles::{Choice, Roles, Tie};
+
+/// Files beside the weights that embscope reads, with their kind.
+const SIDE_FILES: &[(&str, &str)] = &[
+    ("config.json", "config"),
+    ("generation_config.json", "generation config"),
+    ("tokenizer.json", "tokenizer"),
+    ("tokenizer_config.json", "tokenizer config"),
+    ("special_tokens_map.json", "special tokens"),
+];
+
+/// The `info` report.
+#[derive(Debug, Serialize)]
+pub struct InfoReport {
+    /// MODEL as given.
+    pub model: String,
+    /// The cache snapshot, when MODEL was a Hub id.
+    pub hub: Option<HubSnapshot>,
+    /// Weight files, index and side files, with sizes.
+    pub files: Vec<FileEntry>,
+    /// The config, when there is one.
+    pub config: Option<ModelConfig>,
+    /// The input embedding (null when none was found).
+    pub embedding: Option<RoleTensor>,
+    /// The stored output head (null when none is stored).
+    pub head: Option<RoleTensor>,
+    /// Tie flag as written, as resolved, and what the files hold.
+    pub tie: Tie,
+    /// Number of tensors in all shards.
+    pub tensor_count: usize,
+}
+
+/// One file of the checkpoint.
+#[derive(Debug, Serialize)]
+pub struct FileEntry {
+    /// Path as found.
+    pub path: String,
+    /// `shard`, `index`, `config`, `tokenizer` ...
+    pub kind: String,
+    /// Size on disk.
+    pub bytes: u64,
+    /// Tensors in it (shards only).
+    pub tensors: Option<usize>,
+}
+
+/// A tensor in a role, with why it was chosen.
+#[derive(Debug, Serialize)]
+pub struct RoleTensor {
+    /// The tensor.
+    #[serde(flatten)]
+    pub tensor: TensorSummary,
+    /// Why this tensor, and which others were passed over.
+    pub chosen: Choice,
+}
+
+/// Builds the `info` report.
+pub fn run(ckpt: &Checkpoint, roles: &Roles) -> InfoReport {
+    let mut files = Vec::new();
+    if let Some(index) = &ckpt.sources.index {
+        files.push(file_entry(index, "index"));
+    }
+    for shard in &ckpt.shards {
+        files.push(FileEntry {
+            path: shard.path.display().to_string(),
+            kind: "shard".into(),
+            bytes: shard.map.len() as u64,
+            tensors: Some(shard.tensor_count),
+        });
+    }
+    for (name, kind) in SIDE_FILES {
+        let p = ckpt.sources.dir.join(name);
+        if p.is_file() {
+            files.push(file_entry(&p, kind));
+        }
+    }
+    let role = |c: &Option<Choice>| {
+        c.as_ref().map(|c| RoleTensor {
+            tensor: TensorSummary::of(ckpt, &ckpt.tensors[&c.name]),
+            chosen: c.clone(),
+        })
+    };
+    InfoReport {
+        model: ckpt.model.clone(),
+        hub: ckpt.sources.hub.clone(),
+        files,
+        config: ckpt.config.clone(),
+        embedding: role(&roles.embedding),
+        head: role(&roles.head),
+        tie: roles.tie.clone(),
+        tensor_count: ckpt.tensors.len(),
+    }
+}
+
+fn file_entry(p: &Path, kind: &str) -> FileEntry {
+    FileEntry {
+        path: p.display().to_string(),
+        kind: kind.into(),
+        bytes: std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+        tensors: None,
+    }
+}

@@ -1,0 +1,104 @@
+//! Text for `info`.
+
+use std::fmt::Write;
+
+use super::tensors::file_name;
+use super::{Human, Style, bytes, count, shape};
+use crate::cmd::info::{InfoReport, RoleTensor};
+
+impl Human for InfoReport {
+    fn human(&self, style: &Style) -> String {
+        let mut out = String::new();
+        let mut line = |label: &str, value: String| {
+            let _ = writeln!(out, "{}  {value}", style.bold(&format!("{label:<10}")));
+        };
+        line("model", self.model.clone());
+        if let Some(h) = &self.hub {
+            line("hub", format!("{} @ {} ({})", h.id, h.revision, h.commit));
+        }
+        for (i, f) in self.files.iter().enumerate() {
+            let tensors = f
+                .tensors
+                .map(|n| format!(", {n} tensors"))
+                .unwrap_or_default();
+            line(
+                if i == 0 { "files" } else { "" },
+                format!(
+                    "{}  {}{}  {}",
+                    f.path,
+                    bytes(f.bytes),
+                    tensors,
+                    style.dim(&f.kind)
+                ),
+            );
+        }
+        match &self.config {
+            Some(c) => {
+                let mut parts = vec![
+                    c.model_type
+                        .clone()
+                        .unwrap_or_else(|| "model_type ?".into()),
+                ];
+                if !c.architectures.is_empty() {
+                    parts.push(format!("({})", c.architectures.join(", ")));
+                }
+                let opt = |v: Option<u64>| v.map_or_else(|| "?".into(), count);
+                parts.push(format!("vocab_size {}", opt(c.vocab_size)));
+                parts.push(format!("hidden_size {}", opt(c.hidden_size)));
+                if let Some(d) = &c.torch_dtype {
+                    parts.push(format!("torch_dtype {d}"));
+                }
+                if c.nested_text_config {
+                    parts.push("(from text_config)".into());
+                }
+                line("config", parts.join(", ").replacen(", (", " (", 1));
+            }
+            None => line("config", style.dim("no config.json")),
+        }
+        line(
+            "embedding",
+            role(self.embedding.as_ref(), "none found", style),
+        );
+        line("head", role(self.head.as_ref(), "none stored", style));
+        let written = self
+            .tie
+            .config
+            .map_or_else(|| "absent".to_string(), |b| b.to_string());
+        let mut tie = format!(
+            "{}; tie_word_embeddings {written} as written, {} resolved",
+            self.tie.status.describe(),
+            self.tie.resolved
+        );
+        if let Some(same) = self.tie.head_identical {
+            tie.push_str(if same {
+                "; stored head is byte-identical to the embedding"
+            } else {
+                "; stored head differs from the embedding and transformers will ignore it"
+            });
+        }
+        line("tie", tie);
+        line("tensors", count(self.tensor_count as u64));
+        out
+    }
+}
+
+fn role(t: Option<&RoleTensor>, none: &str, style: &Style) -> String {
+    match t {
+        None => style.dim(none),
+        Some(r) => {
+            let t = &r.tensor;
+            let mut s = format!(
+                "{}  {}  {}  {}  {}",
+                t.name,
+                shape(&t.shape),
+                t.dtype,
+                bytes(t.bytes),
+                file_name(&t.file)
+            );
+            if !r.chosen.passed_over.is_empty() {
+                s.push_str(&style.dim(&format!("  ({})", r.chosen.reason)));
+            }
+            s
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Output in one place: every report is plain data that derives `Serialize`
+//! (`--json` prints it as one document) and implements [`Human`] for text.
+
+mod info;
+mod size;
+mod tensors;
+
+use std::io::{self, IsTerminal, Write};
+
+use serde::Serialize;
+
+/// Text output of a report.
+pub trait Human {
+    /// The report as text for a terminal, ending with a newline.
+    fn human(&self, style: &Style) -> String;
+}
+
+/// Writes `report` to stdout: JSON when `json`, else text.
+pub fn emit<R: Serialize + Human>(report: &R, json: bool, style: &Style) -> io::Result<()> {
+    let text = if json {
+        let mut s = serde_json::to_string_pretty(report).map_err(io::Error::other)?;
+        s.push('\n');
+        s
+    } else {
+        report.human(style)
+    };
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Terminal styling: on when stdout is a terminal and `NO_COLOR` is unset.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    color: bool,
+}
+
+impl Style {
+    /// Decides from the environment.
+    pub fn detect() -> Style {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Style {
+            color: !no_color && io::stdout().is_terminal(),
+        }
+    }
+
+    /// No styling at all.
+    pub fn plain() -> Style {
+        Style { color: false }
+    }
+
+    fn paint(&self, style: anstyle::Style, s: &str) -> String {
+        if self.color {
+            format!("{}{s}{}", style.render(), style.render_reset())
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Bold text (labels, headers).
+    pub fn bold(&self, s: &str) -> String {
+        self.paint(anstyle::Style::new().bold(), s)
+    }
+
+    /// Dimmed text (secondary detail).
+    pub fn dim(&self, s: &str) -> String {
+        self.paint(anstyle::Style::new().dimmed(), s)
+    }
+
+    /// Text in a colour (severities).
+    pub fn color(&self, c: anstyle::AnsiColor, s: &str) -> String {
+        self.paint(anstyle::Style::new().fg_color(Some(c.into())).bold(), s)
+    }
+}
+
+/// `1234567` → `1,234,567`.
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bytes in binary units: `512 B`, `1.5 KiB`, `1002.0 MiB`, `1.96 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64;
+    let mut unit = "B";
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    if v < 10.0 {
+        format!("{v:.2} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+/// A fraction as a percentage: `0.1234` → `12.3%`.
+pub fn percent(f: f64) -> String {
+    format!("{:.1}%", f * 100.0)
+}
+
+/// A shape as `[128256, 4096]`.
+pub fn shape(s: &[usize]) -> String {
+    format!(
+        "[{}]",
+        s.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A table with no borders, numbers right-aligned where asked.
+pub fn table(header: &[&str], right: &[usize], rows: Vec<Vec<String>>) -> String {
+    use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.to_vec());
+    for row in rows {
+        t.add_row(row);
+    }
+    for &i in right {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    // comfy-table pads the first and last columns with one space; trim lines.
+    let mut out: String = t
+        .lines()
+        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(525_336_576), "525,336,576");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(1_050_673_152), "1002.0 MiB");
+        assert_eq!(percent(0.1234), "12.3%");
+        assert_eq!(shape(&[3, 4]), "[3, 4]");
+    }
+}
