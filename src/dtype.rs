@@ -155,7 +155,7 @@ impl Dtype {
     /// bit count is not a whole number of bytes.
     pub fn bytes_for(self, elements: u64) -> Option<u64> {
         let bits = elements.checked_mul(self.bits())?;
-        (bits % 8 == 0).then_some(bits / 8)
+        bits.is_multiple_of(8).then_some(bits / 8)
     }
 }
 

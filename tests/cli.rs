@@ -1,0 +1,9 @@
+//! The one integration-test binary: runs `embscope` as a user would, on the
+//! fixtures in `fixtures/`, and asserts what a user would notice: exit codes,
+//! JSON fields, error messages.
+
+mod common;
+mod info;
+mod regenerate;
+mod size;
+mod tensors;

@@ -1,0 +1,49 @@
+//! Helpers shared by the CLI tests.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The repository's `fixtures/` directory.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// A fixture path as a string.
+pub fn fixture(rel: &str) -> String {
+    fixtures().join(rel).display().to_string()
+}
+
+/// `embscope` with an environment that cannot see a real Hugging Face cache.
+pub fn embscope() -> Command {
+    let mut c = Command::cargo_bin("embscope").expect("binary built");
+    c.env_remove("HF_HUB_CACHE")
+        .env_remove("HF_HOME")
+        .env("HOME", "/nonexistent")
+        .env("NO_COLOR", "1");
+    c
+}
+
+/// Runs with `--json`, expects exit 0, parses stdout.
+pub fn json(args: &[&str]) -> Value {
+    let out = embscope().arg("--json").args(args).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+/// Runs, expects exit code 2 and one line on stderr naming `needle`; returns stderr.
+pub fn fails(args: &[&str], needle: &str) -> String {
+    let out = embscope().args(args).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    assert!(err.starts_with("embscope: "), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+    err
+}

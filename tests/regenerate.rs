@@ -1,0 +1,49 @@
+//! The committed fixtures are exactly what the generator makes.
+
+#[path = "../fixtures/gen/checkpoints.rs"]
+#[allow(dead_code)]
+mod checkpoints;
+#[path = "../fixtures/gen/vocab.rs"]
+#[allow(dead_code)]
+mod vocab;
+#[path = "../fixtures/gen/writer.rs"]
+#[allow(dead_code)]
+mod writer;
+
+use std::path::Path;
+
+fn files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn committed_fixtures_match_the_generator() {
+    let tmp = tempfile::tempdir().unwrap();
+    checkpoints::write_all(tmp.path()).unwrap();
+    let committed = crate::common::fixtures();
+    let made = files(tmp.path());
+    assert!(!made.is_empty());
+    for f in &made {
+        let a = std::fs::read(tmp.path().join(f)).unwrap();
+        let b = std::fs::read(committed.join(f)).unwrap_or_else(|_| {
+            panic!("fixtures/{f} is missing: run `cargo run --example gen-fixtures`")
+        });
+        assert!(
+            a == b,
+            "fixtures/{f} differs from the generator: run `cargo run --example gen-fixtures`"
+        );
+    }
+}
