@@ -1,7 +1,9 @@
 //! The command line, as clap derive types. Each field's doc comment is its
 //! `--help` text. No logic lives here.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use crate::roles::Which;
 
@@ -64,6 +66,9 @@ pub enum Command {
     /// Parameters and bytes by dtype, the vocabulary layers' share, what
     /// tying saves, and what-if figures (header only).
     Size(SizeArgs),
+    /// The stored rows of tokens: by id, by vocabulary entry, or by
+    /// tokenizing a text; with id, token, L2 norm and values.
+    Lookup(LookupArgs),
 }
 
 /// Row order of `tensors`.
@@ -95,4 +100,46 @@ pub struct SizeArgs {
     /// What if the head were stored separately.
     #[arg(long)]
     pub untie: bool,
+}
+
+/// Arguments of `lookup`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("query").required(true).args(["id", "token", "text"])))]
+pub struct LookupArgs {
+    /// Model directory, .safetensors file, index file or Hub id.
+    pub model: String,
+    /// Row ids, e.g. `--id 0 42 9906`.
+    #[arg(long, num_args = 1.., value_name = "N")]
+    pub id: Vec<u64>,
+    /// Exact vocabulary entries, as stored (e.g. `Ġking` for byte-level BPE).
+    #[arg(long, num_args = 1.., value_name = "STR")]
+    pub token: Vec<String>,
+    /// A text to tokenize: one row per token.
+    #[arg(long, value_name = "STR")]
+    pub text: Option<String>,
+    /// With --text, add the special tokens the tokenizer adds (BOS, CLS ...).
+    #[arg(long, requires = "text")]
+    pub add_special_tokens: bool,
+    /// Print every value, not the first eight.
+    #[arg(long)]
+    pub full: bool,
+    /// Output format; `npy` writes a [n, d] float32 array and needs -o.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Output format of `lookup`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text.
+    Table,
+    /// One JSON document (same as --json).
+    Json,
+    /// Comma-separated: id, token, norm, v0 ... v{d-1}.
+    Csv,
+    /// numpy .npy, float32 [n, d].
+    Npy,
 }

@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use embscope::checkpoint::Checkpoint;
-use embscope::cli::{Cli, Command};
+use embscope::cli::{Cli, Command, Format, LookupArgs};
 use embscope::cmd;
 use embscope::render::{self, Style};
 use embscope::roles::Roles;
+use embscope::vocab::Vocab;
 
 /// Why a run stopped early.
 enum Stop {
@@ -55,6 +56,49 @@ fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
     Ok((ckpt, roles))
 }
 
+fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
+    use embscope::cmd::lookup::Query;
+    let (ckpt, roles) = open(&args.model, cli)?;
+    let vocab = Vocab::load(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))?;
+    let query = if let Some(text) = &args.text {
+        Query::Text {
+            text: text.clone(),
+            add_special_tokens: args.add_special_tokens,
+        }
+    } else if !args.token.is_empty() {
+        Query::Tokens(args.token.clone())
+    } else {
+        Query::Ids(args.id.clone())
+    };
+    let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), cli.global.matrix, &query)?;
+    let format = if cli.global.json { Format::Json } else { args.format };
+    let out = args.output.as_deref();
+    let bytes = match format {
+        Format::Npy => {
+            let path = out.ok_or_else(|| {
+                embscope::Error::BadInput("--format npy writes binary: give a file with -o FILE".into())
+            })?;
+            render::lookup::lookup_npy(&report, path)?;
+            return Ok(());
+        }
+        Format::Json => render::json(&report)?,
+        Format::Csv => render::lookup::lookup_csv(&report)?,
+        Format::Table => {
+            let style = if out.is_some() { Style::plain() } else { Style::detect() };
+            render::lookup::lookup_table(&report, args.full, &style).into_bytes()
+        }
+    };
+    match out {
+        Some(path) => std::fs::write(path, bytes).map_err(|err| {
+            Stop::Error(embscope::Error::Write {
+                path: path.to_path_buf(),
+                err,
+            })
+        }),
+        None => render::stdout(&bytes).map_err(Stop::Output),
+    }
+}
+
 fn run(cli: &Cli) -> Result<u8, Stop> {
     let style = Style::detect();
     let json = cli.global.json;
@@ -76,6 +120,7 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             let (ckpt, roles) = open(&args.model, cli)?;
             render::emit(&cmd::size::run(&ckpt, &roles, args)?, json, &style)?;
         }
+        Command::Lookup(args) => lookup(cli, args)?,
     }
     Ok(0)
 }

@@ -2,6 +2,7 @@
 //! a plain report. No printing and no number crunching beyond arithmetic here.
 
 pub mod info;
+pub mod lookup;
 pub mod size;
 pub mod tensors;
 

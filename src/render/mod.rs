@@ -2,6 +2,7 @@
 //! (`--json` prints it as one document) and implements [`Human`] for text.
 
 mod info;
+pub mod lookup;
 mod size;
 mod tensors;
 
@@ -17,15 +18,24 @@ pub trait Human {
 
 /// Writes `report` to stdout: JSON when `json`, else text.
 pub fn emit<R: Serialize + Human>(report: &R, json: bool, style: &Style) -> io::Result<()> {
-    let text = if json {
-        let mut s = serde_json::to_string_pretty(report).map_err(io::Error::other)?;
-        s.push('\n');
-        s
+    if json {
+        stdout(&self::json(report)?)
     } else {
-        report.human(style)
-    };
+        stdout(report.human(style).as_bytes())
+    }
+}
+
+/// A report as one pretty JSON document with a final newline.
+pub fn json<R: Serialize>(report: &R) -> io::Result<Vec<u8>> {
+    let mut v = serde_json::to_vec_pretty(report).map_err(io::Error::other)?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+/// Writes bytes to stdout and flushes.
+pub fn stdout(bytes: &[u8]) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())?;
+    out.write_all(bytes)?;
     out.flush()
 }
 

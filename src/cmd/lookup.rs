@@ -1,0 +1,150 @@
+//! `lookup`: the stored rows of tokens given by id, by vocabulary entry, or
+//! by tokenizing a text. Reads only the rows asked for.
+
+use serde::Serialize;
+
+use crate::checkpoint::Checkpoint;
+use crate::matrix::Matrix;
+use crate::roles::{Roles, Which};
+use crate::vocab::Vocab;
+use crate::{Error, Result};
+
+/// What to look up.
+#[derive(Debug, Clone)]
+pub enum Query {
+    /// Row ids.
+    Ids(Vec<u64>),
+    /// Exact vocabulary entries.
+    Tokens(Vec<String>),
+    /// A text to tokenize, with or without special tokens.
+    Text {
+        /// The text.
+        text: String,
+        /// Add BOS/CLS/... as the tokenizer's post-processor does.
+        add_special_tokens: bool,
+    },
+}
+
+/// The `lookup` report.
+#[derive(Debug, Serialize)]
+pub struct LookupReport {
+    /// The tensor read.
+    pub matrix: String,
+    /// Which role it was asked for as.
+    pub role: Which,
+    /// Its stored dtype.
+    pub dtype: String,
+    /// Its shape.
+    pub shape: [usize; 2],
+    /// One entry per requested row, in request order.
+    pub rows: Vec<Row>,
+}
+
+/// One row.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// Token id (row index).
+    pub id: u32,
+    /// The token, readable (null without a tokenizer or beyond its vocabulary).
+    pub token: Option<String>,
+    /// L2 norm of the row.
+    pub norm: f32,
+    /// The stored values, converted to f32 exactly (F64 rounds).
+    pub values: Vec<f32>,
+}
+
+/// Looks up `query` in the `which` matrix.
+pub fn run(
+    ckpt: &Checkpoint,
+    roles: &Roles,
+    vocab: Option<&Vocab>,
+    which: Which,
+    query: &Query,
+) -> Result<LookupReport> {
+    let t = roles.matrix(ckpt, which)?;
+    let m = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)?;
+    let ids = resolve(ckpt, vocab, query)?;
+    let rows = ids
+        .into_iter()
+        .map(|id| {
+            if id >= m.rows() as u64 {
+                return Err(Error::BadInput(format!(
+                    "id {id} is out of range: `{}` has {} rows (ids 0..={})",
+                    m.name(),
+                    m.rows(),
+                    m.rows().saturating_sub(1)
+                )));
+            }
+            let id = id as u32;
+            let values = m.row(id as usize);
+            let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+            Ok(Row {
+                id,
+                token: vocab.and_then(|v| v.readable(id)),
+                norm,
+                values,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(LookupReport {
+        matrix: t.name.clone(),
+        role: which,
+        dtype: t.dtype.to_string(),
+        shape: [m.rows(), m.cols()],
+        rows,
+    })
+}
+
+/// The vocabulary, or an error saying a tokenizer is needed for `what`.
+pub fn need_vocab<'v>(ckpt: &Checkpoint, vocab: Option<&'v Vocab>, what: &str) -> Result<&'v Vocab> {
+    vocab.ok_or_else(|| {
+        Error::BadInput(format!(
+            "{what} needs a tokenizer, and there is no tokenizer.json in `{}`; use --id",
+            ckpt.sources.dir.display()
+        ))
+    })
+}
+
+/// A vocabulary entry's id, or an error with close entries.
+pub fn token_id(vocab: &Vocab, token: &str) -> Result<u32> {
+    vocab.id(token).ok_or_else(|| {
+        let close: Vec<String> = vocab
+            .suggest(token, 5)
+            .into_iter()
+            .map(|(id, raw)| format!("`{raw}` (#{id})"))
+            .collect();
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!("; close entries: {}", close.join(", "))
+        };
+        Error::BadInput(format!(
+            "token `{token}` is not in the vocabulary of `{}`{hint}",
+            vocab.file().display()
+        ))
+    })
+}
+
+fn resolve(ckpt: &Checkpoint, vocab: Option<&Vocab>, query: &Query) -> Result<Vec<u64>> {
+    match query {
+        Query::Ids(ids) => Ok(ids.clone()),
+        Query::Tokens(tokens) => {
+            let v = need_vocab(ckpt, vocab, "--token")?;
+            tokens.iter().map(|t| token_id(v, t).map(u64::from)).collect()
+        }
+        Query::Text {
+            text,
+            add_special_tokens,
+        } => {
+            let v = need_vocab(ckpt, vocab, "--text")?;
+            if text.trim().is_empty() {
+                return Err(Error::BadInput("--text is empty".into()));
+            }
+            let ids = v.encode(text, *add_special_tokens)?;
+            if ids.is_empty() {
+                return Err(Error::BadInput(format!("--text `{text}` encodes to no tokens")));
+            }
+            Ok(ids.into_iter().map(u64::from).collect())
+        }
+    }
+}
