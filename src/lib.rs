@@ -7,5 +7,6 @@
 
 pub mod dtype;
 pub mod error;
+pub mod vocab;
 
 pub use error::{Error, Result};
