@@ -2,15 +2,21 @@
 //!
 //! Data flows one way: [`checkpoint`] locates and maps the files, reads the
 //! config and indexes every tensor; [`roles`] decides which tensor is the
-//! embedding and which the head; the [`cmd`] modules compute plain reports;
-//! [`render`] prints them as text or JSON.
+//! embedding and which the head; [`vocab`] reads the tokenizer files;
+//! [`matrix`] gives typed rows over the mapped bytes and [`search`] streams
+//! them; the [`cmd`] modules compute plain reports; [`render`] prints them
+//! as text or JSON.
 
 pub mod checkpoint;
 pub mod cli;
 pub mod cmd;
 pub mod dtype;
 pub mod error;
+pub mod matrix;
+pub mod progress;
 pub mod render;
 pub mod roles;
+pub mod search;
+pub mod vocab;
 
 pub use error::{Error, Result};

@@ -1,0 +1,499 @@
+//! The tokenizer side of a checkpoint: id ↔ token tables, human forms of
+//! entries, word lookup, encoding, and special tokens from every file.
+//!
+//! [`Vocab::load`] reads `tokenizer.json` cheaply (vocab and added tokens
+//! only, see [`parse`]); the full `tokenizers::Tokenizer` is built once, on
+//! the first [`Vocab::encode`]. Special-token declarations come from
+//! [`special`], human forms from [`readable`].
+
+mod parse;
+mod readable;
+mod special;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use tokenizers::Tokenizer;
+
+use crate::error::{Error, Result};
+
+pub use readable::TokenStyle;
+pub use special::{ROLES, SpecialDecl};
+
+/// Marks an empty slot of the dense id table.
+const NO_ENTRY: u32 = u32::MAX;
+
+/// One entry of tokenizer.json `added_tokens`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AddedToken {
+    /// The id it is added under.
+    pub id: u32,
+    /// The token string.
+    pub content: String,
+    /// Whether it is marked `special`.
+    pub special: bool,
+}
+
+/// A clash in the id ↔ token tables (model vocab and added tokens together).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Duplicate {
+    /// One id carries different strings.
+    Id {
+        /// The id.
+        id: u32,
+        /// The distinct strings, in file order (model vocab first).
+        tokens: Vec<String>,
+    },
+    /// One string is stored under different ids.
+    Token {
+        /// The string.
+        token: String,
+        /// The distinct ids, ascending.
+        ids: Vec<u32>,
+    },
+}
+
+/// The cheap tokenizer summary shown by `info`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TokenizerSummary {
+    /// The tokenizer.json read.
+    pub file: PathBuf,
+    /// `BPE`, `WordPiece`, `Unigram` or `WordLevel`.
+    pub model: String,
+    /// Highest id + 1 over model vocab and added tokens.
+    pub size: usize,
+    /// Number of `added_tokens` entries.
+    pub added: usize,
+    /// Number of distinct ids below `size` that [`Vocab::is_special`].
+    pub special: usize,
+}
+
+/// A raw entry: a model-vocab or added token and its id.
+struct Entry {
+    token: String,
+    id: u32,
+    added: bool,
+}
+
+/// The vocabulary of a checkpoint, read from its tokenizer files.
+pub struct Vocab {
+    file: PathBuf,
+    model: String,
+    style: TokenStyle,
+    lowercase: bool,
+    /// Model vocab entries in file order, then added tokens.
+    entries: Vec<Entry>,
+    /// id → index into `entries` (added tokens win), `NO_ENTRY` when unused.
+    by_id: Vec<u32>,
+    /// token → id (added tokens win, else the first model entry).
+    by_token: HashMap<String, u32>,
+    added: Vec<AddedToken>,
+    special_ids: HashSet<u32>,
+    decls: Vec<SpecialDecl>,
+    config_added: Vec<(u32, String)>,
+    tokenizer: OnceLock<std::result::Result<Tokenizer, String>>,
+}
+
+impl fmt::Debug for Vocab {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Vocab")
+            .field("file", &self.file)
+            .field("model", &self.model)
+            .field("style", &self.style)
+            .field("size", &self.size())
+            .field("added", &self.added.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Vocab {
+    /// Loads the vocabulary of the model in `dir`: `Ok(None)` when there is
+    /// no `tokenizer.json`. `config` is the parsed `config.json`, read for
+    /// its special ids (also under `text_config`). The other tokenizer files
+    /// are optional; a malformed one is an error naming it.
+    pub fn load(dir: &Path, config: Option<&serde_json::Value>) -> Result<Option<Vocab>> {
+        let file = dir.join("tokenizer.json");
+        match std::fs::metadata(&file) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => return Ok(None),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(Error::io(&file, err)),
+        }
+        let raw = parse::read(&file)?;
+        let model = parse::model_name(&raw.model);
+        let style = parse::detect_style(&raw, &model);
+        let lowercase = parse::lowercases(&raw);
+        let raw_added = raw.added_tokens.unwrap_or_default();
+        let vocab = raw.model.vocab.map(|v| v.entries).unwrap_or_default();
+
+        let mut max_id: Option<u32> = None;
+        for id in vocab
+            .iter()
+            .map(|e| e.1)
+            .chain(raw_added.iter().map(|a| a.id))
+        {
+            if id >= parse::MAX_ID {
+                return Err(Error::bad_file(
+                    &file,
+                    format!("token id {id} is beyond the limit of {}", parse::MAX_ID),
+                ));
+            }
+            max_id = max_id.max(Some(id));
+        }
+        let size = max_id.map_or(0, |m| m as usize + 1);
+
+        let mut entries = Vec::with_capacity(vocab.len() + raw_added.len());
+        let mut by_id = vec![NO_ENTRY; size];
+        let mut by_token = HashMap::with_capacity(vocab.len() + raw_added.len());
+        for (token, id) in vocab {
+            let index = entries.len() as u32;
+            if by_id[id as usize] == NO_ENTRY {
+                by_id[id as usize] = index;
+            }
+            by_token.entry(token.clone()).or_insert(id);
+            entries.push(Entry {
+                token,
+                id,
+                added: false,
+            });
+        }
+        let mut added = Vec::with_capacity(raw_added.len());
+        let mut special_ids = HashSet::new();
+        let mut decls_tok = Vec::new();
+        for a in raw_added {
+            by_id[a.id as usize] = entries.len() as u32;
+            by_token.insert(a.content.clone(), a.id);
+            entries.push(Entry {
+                token: a.content.clone(),
+                id: a.id,
+                added: true,
+            });
+            if a.special {
+                special_ids.insert(a.id);
+                decls_tok.push(SpecialDecl {
+                    source: "tokenizer.json".to_string(),
+                    role: "special".to_string(),
+                    id: Some(i64::from(a.id)),
+                    token: Some(a.content.clone()),
+                });
+            }
+            added.push(AddedToken {
+                id: a.id,
+                content: a.content,
+                special: a.special,
+            });
+        }
+
+        let declared = special::collect(dir, config)?;
+        let mut decls = declared.decls;
+        decls.extend(decls_tok);
+        for d in &decls {
+            let id = match (&d.token, d.id) {
+                (Some(token), _) => by_token.get(token.as_str()).copied(),
+                (None, Some(id)) => u32::try_from(id).ok(),
+                (None, None) => None,
+            };
+            special_ids.extend(id);
+        }
+        let config_added = declared
+            .config_added
+            .into_iter()
+            .map(|(id, content, special)| {
+                if special {
+                    special_ids.insert(id);
+                }
+                (id, content)
+            })
+            .collect();
+
+        Ok(Some(Vocab {
+            file,
+            model,
+            style,
+            lowercase,
+            entries,
+            by_id,
+            by_token,
+            added,
+            special_ids,
+            decls,
+            config_added,
+            tokenizer: OnceLock::new(),
+        }))
+    }
+
+    /// The tokenizer.json this vocabulary was read from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The tokenizer model: `BPE`, `WordPiece`, `Unigram` or `WordLevel`.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// How raw entries encode text.
+    pub fn style(&self) -> &TokenStyle {
+        &self.style
+    }
+
+    /// The vocabulary size as it matters for the matrix: highest id + 1 over
+    /// model vocab and added tokens (0 when both are empty).
+    pub fn size(&self) -> usize {
+        self.by_id.len()
+    }
+
+    fn entry(&self, id: u32) -> Option<&Entry> {
+        let index = *self.by_id.get(id as usize)?;
+        self.entries.get(index as usize)
+    }
+
+    /// The raw string of `id` as stored (an added token wins over a model
+    /// vocab entry with the same id).
+    pub fn token(&self, id: u32) -> Option<&str> {
+        self.entry(id).map(|e| e.token.as_str())
+    }
+
+    /// The human form of `id` on one line: byte-level chars turned back to
+    /// text, `▁` as a space, `<0x0A>` as the char it stands for, control
+    /// characters escaped (`\n`, `\t`, `\u{7}`); WordPiece `##` kept.
+    pub fn readable(&self, id: u32) -> Option<String> {
+        self.entry(id)
+            .map(|e| readable::readable(&e.token, &self.style, e.added))
+    }
+
+    /// The id of an exact raw entry (model vocab or added token).
+    pub fn id(&self, token: &str) -> Option<u32> {
+        self.by_token.get(token).copied()
+    }
+
+    /// Raw candidates for a word typed by a user, in preference order:
+    /// as given, with the leading-space marker, without it; lowercased too
+    /// when the tokenizer lowercases its input.
+    fn word_variants(&self, word: &str) -> Vec<String> {
+        let mut forms = vec![word.to_string()];
+        if self.lowercase {
+            let lower = word.to_lowercase();
+            if lower != word {
+                forms.push(lower);
+            }
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |s: String| {
+            if !s.is_empty() && !out.contains(&s) {
+                out.push(s);
+            }
+        };
+        for form in &forms {
+            push(form.clone());
+            let bare = form.trim_start_matches(' ');
+            match self.style {
+                TokenStyle::ByteLevel | TokenStyle::Metaspace { .. } => {
+                    push(readable::to_raw(&format!(" {bare}"), &self.style));
+                    push(readable::to_raw(bare, &self.style));
+                }
+                TokenStyle::WordPiece { .. } | TokenStyle::Plain => push(bare.to_string()),
+            }
+        }
+        out
+    }
+
+    /// Finds the entry for a word such as `Paris`: the exact entry first,
+    /// then the form with the leading-space marker (`ĠParis`, `▁Paris`),
+    /// then without it — the first that exists, with the raw entry used.
+    pub fn resolve_word(&self, word: &str) -> Option<(u32, String)> {
+        self.word_variants(word)
+            .into_iter()
+            .find_map(|raw| self.id(&raw).map(|id| (id, raw)))
+    }
+
+    /// Up to `n` entries close to `word`, for an error message: marker and
+    /// case variants first, then entries starting with the word (shortest
+    /// first), then entries the word starts with (longest first).
+    pub fn suggest(&self, word: &str, n: usize) -> Vec<(u32, String)> {
+        let mut out: Vec<(u32, String)> = Vec::new();
+        if n == 0 || word.is_empty() {
+            return out;
+        }
+        let bare = word.trim_start_matches(' ');
+        let mut cased = vec![bare.to_string(), bare.to_lowercase(), bare.to_uppercase()];
+        let mut chars = bare.chars();
+        if let Some(first) = chars.next() {
+            cased.push(first.to_uppercase().chain(chars).collect());
+        }
+        let push = |out: &mut Vec<(u32, String)>, id: u32, raw: &str| {
+            if out.len() < n && !out.iter().any(|(i, _)| *i == id) {
+                out.push((id, raw.to_string()));
+            }
+        };
+        for form in &cased {
+            for raw in self.word_variants(form) {
+                if let Some(id) = self.id(&raw) {
+                    push(&mut out, id, &raw);
+                }
+            }
+        }
+        if out.len() >= n {
+            return out;
+        }
+        // One pass over the entries, comparing the marker-less raw forms.
+        let needle = readable::to_raw(bare, &self.style).to_lowercase();
+        if needle.is_empty() {
+            return out;
+        }
+        let marker = match &self.style {
+            TokenStyle::ByteLevel => Some('Ġ'),
+            TokenStyle::Metaspace { replacement } => Some(*replacement),
+            _ => None,
+        };
+        let mut longer: Vec<(usize, u32, &str)> = Vec::new();
+        let mut shorter: Vec<(usize, u32, &str)> = Vec::new();
+        for e in &self.entries {
+            let stem = match marker {
+                Some(m) => e.token.strip_prefix(m).unwrap_or(&e.token),
+                None => e.token.as_str(),
+            };
+            if stem.is_empty() {
+                continue;
+            }
+            let stem_lower = stem.to_lowercase();
+            if stem_lower.starts_with(&needle) {
+                longer.push((stem.len(), e.id, &e.token));
+            } else if needle.starts_with(&stem_lower) {
+                shorter.push((usize::MAX - stem.len(), e.id, &e.token));
+            }
+        }
+        longer.sort_unstable();
+        shorter.sort_unstable();
+        for (_, id, raw) in longer.into_iter().chain(shorter) {
+            push(&mut out, id, raw);
+        }
+        out
+    }
+
+    /// Encodes `text` with the full tokenizer, built from the file on the
+    /// first call and kept.
+    pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
+        let built = self
+            .tokenizer
+            .get_or_init(|| Tokenizer::from_file(&self.file).map_err(|e| one_line(&e.to_string())));
+        let tokenizer = built
+            .as_ref()
+            .map_err(|e| Error::bad_file(&self.file, format!("cannot build the tokenizer: {e}")))?;
+        let encoding = tokenizer.encode(text, add_special_tokens).map_err(|e| {
+            Error::BadInput(format!(
+                "cannot encode {text:?}: {}",
+                one_line(&e.to_string())
+            ))
+        })?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Whether `id` is special: an added token marked special, an
+    /// `added_tokens_decoder` entry marked special, or declared for a role
+    /// by any file.
+    pub fn is_special(&self, id: u32) -> bool {
+        self.special_ids.contains(&id)
+    }
+
+    /// Every special-token declaration, from `config.json` (and its
+    /// `text_config`), `generation_config.json`, `tokenizer_config.json`,
+    /// `special_tokens_map.json` and the special added tokens of
+    /// `tokenizer.json`, in that order.
+    pub fn special_decls(&self) -> &[SpecialDecl] {
+        &self.decls
+    }
+
+    /// `tokenizer_config.json` `added_tokens_decoder` entries, by id.
+    pub fn config_added_tokens(&self) -> &[(u32, String)] {
+        &self.config_added
+    }
+
+    /// tokenizer.json `added_tokens`, in file order.
+    pub fn added_tokens(&self) -> &[AddedToken] {
+        &self.added
+    }
+
+    /// The cheap summary shown by `info`.
+    pub fn summary(&self) -> TokenizerSummary {
+        TokenizerSummary {
+            file: self.file.clone(),
+            model: self.model.clone(),
+            size: self.size(),
+            added: self.added.len(),
+            special: self
+                .special_ids
+                .iter()
+                .filter(|&&id| (id as usize) < self.size())
+                .count(),
+        }
+    }
+
+    /// Ids carrying different strings and strings stored under different
+    /// ids, over model vocab and added tokens (an added token repeating its
+    /// vocab entry is not a duplicate). Ids ascending, then tokens sorted.
+    pub fn duplicates(&self) -> Vec<Duplicate> {
+        let mut by_id: HashMap<u32, Vec<&str>> = HashMap::new();
+        let mut by_token: HashMap<&str, Vec<u32>> = HashMap::new();
+        for e in &self.entries {
+            let tokens = by_id.entry(e.id).or_default();
+            if !tokens.contains(&e.token.as_str()) {
+                tokens.push(&e.token);
+            }
+            let ids = by_token.entry(&e.token).or_default();
+            if !ids.contains(&e.id) {
+                ids.push(e.id);
+            }
+        }
+        let mut ids: Vec<Duplicate> = by_id
+            .into_iter()
+            .filter(|(_, tokens)| tokens.len() > 1)
+            .map(|(id, tokens)| Duplicate::Id {
+                id,
+                tokens: tokens.into_iter().map(str::to_string).collect(),
+            })
+            .collect();
+        ids.sort_by_key(|d| match d {
+            Duplicate::Id { id, .. } => *id,
+            Duplicate::Token { .. } => 0,
+        });
+        let mut tokens: Vec<(&str, Vec<u32>)> = by_token
+            .into_iter()
+            .filter(|(_, ids)| ids.len() > 1)
+            .collect();
+        tokens.sort();
+        ids.extend(tokens.into_iter().map(|(token, mut ids)| {
+            ids.sort_unstable();
+            Duplicate::Token {
+                token: token.to_string(),
+                ids,
+            }
+        }));
+        ids
+    }
+}
+
+/// Special-token declarations of the model in `dir` without needing a
+/// vocabulary: the config files, plus the special added tokens of
+/// `tokenizer.json` when there is one (then the same as
+/// [`Vocab::special_decls`]).
+pub fn special_decls(dir: &Path, config: Option<&serde_json::Value>) -> Result<Vec<SpecialDecl>> {
+    match Vocab::load(dir, config)? {
+        Some(vocab) => Ok(vocab.decls),
+        None => Ok(special::collect(dir, config)?.decls),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+#[path = "../../fixtures/gen/tokenizer_files.rs"]
+mod tokenizer_files;
+
+#[cfg(test)]
+mod tests;

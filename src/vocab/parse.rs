@@ -1,0 +1,238 @@
+//! The cheap read of `tokenizer.json`: model vocab, added tokens and the
+//! few settings that say how entries are stored — nothing else.
+//!
+//! `merges` (hundreds of thousands of pairs in real files) and the post
+//! processor are skipped with [`serde::de::IgnoredAny`]; the full
+//! `tokenizers::Tokenizer` is only built when text must be encoded.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::readable::TokenStyle;
+use crate::error::{Error, Result};
+
+/// tokenizer.json files larger than this are refused (Llama 3's is 9 MB,
+/// the largest known ones some tens of MB).
+const MAX_TOKENIZER_BYTES: u64 = 1 << 30;
+
+/// Token ids at or above this are refused: the id → token table is dense.
+pub(crate) const MAX_ID: u32 = 1 << 24;
+
+/// The parts of tokenizer.json embscope reads itself.
+#[derive(Deserialize)]
+pub(crate) struct RawTokenizer {
+    #[serde(default)]
+    pub added_tokens: Option<Vec<RawAdded>>,
+    #[serde(default)]
+    pub normalizer: Option<Value>,
+    #[serde(default)]
+    pub pre_tokenizer: Option<Value>,
+    #[serde(default)]
+    pub decoder: Option<Value>,
+    pub model: RawModel,
+}
+
+/// One `added_tokens` entry.
+#[derive(Deserialize)]
+pub(crate) struct RawAdded {
+    pub id: u32,
+    pub content: String,
+    #[serde(default)]
+    pub special: bool,
+}
+
+/// The `model` object; merges are skipped, not stored.
+#[derive(Deserialize)]
+pub(crate) struct RawModel {
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub vocab: Option<RawVocab>,
+    #[serde(default)]
+    pub merges: Option<IgnoredAny>,
+    #[serde(default)]
+    pub continuing_subword_prefix: Option<String>,
+    #[serde(default)]
+    pub max_input_chars_per_word: Option<IgnoredAny>,
+}
+
+/// `model.vocab`: an object token → id (BPE, WordPiece, WordLevel) or an
+/// array of `[token, score]` whose index is the id (Unigram), read straight
+/// into (token, id) pairs without an intermediate `Value`.
+pub(crate) struct RawVocab {
+    pub entries: Vec<(String, u32)>,
+    pub is_list: bool,
+}
+
+impl<'de> Deserialize<'de> for RawVocab {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(VocabVisitor)
+    }
+}
+
+struct VocabVisitor;
+
+impl<'de> Visitor<'de> for VocabVisitor {
+    type Value = RawVocab;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of token ids or an array of [token, score] pairs")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<RawVocab, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 20));
+        while let Some((token, id)) = map.next_entry::<String, u32>()? {
+            entries.push((token, id));
+        }
+        Ok(RawVocab {
+            entries,
+            is_list: false,
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<RawVocab, A::Error> {
+        let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+        while let Some((token, _score)) = seq.next_element::<(String, f64)>()? {
+            let id = u32::try_from(entries.len())
+                .map_err(|_| serde::de::Error::custom("more than 2^32 vocab entries"))?;
+            entries.push((token, id));
+        }
+        Ok(RawVocab {
+            entries,
+            is_list: true,
+        })
+    }
+}
+
+/// Reads and parses `path` (a tokenizer.json).
+pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
+    let meta = std::fs::metadata(path).map_err(|err| Error::io(path, err))?;
+    if meta.len() > MAX_TOKENIZER_BYTES {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "file is {} bytes, more than the limit of {MAX_TOKENIZER_BYTES}",
+                meta.len()
+            ),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))
+}
+
+/// The model name as `info` shows it: the `type` when present, otherwise
+/// inferred the way the tokenizers crate does for old files.
+pub(crate) fn model_name(model: &RawModel) -> String {
+    if let Some(kind) = &model.kind {
+        return kind.clone();
+    }
+    let is_list = model.vocab.as_ref().is_some_and(|v| v.is_list);
+    if is_list {
+        "Unigram"
+    } else if model.merges.is_some() {
+        "BPE"
+    } else if model.continuing_subword_prefix.is_some() || model.max_input_chars_per_word.is_some()
+    {
+        "WordPiece"
+    } else {
+        "WordLevel"
+    }
+    .to_string()
+}
+
+/// Every object of type `ty` in a (possibly nested `Sequence`) component.
+fn find_type<'a>(v: &'a Value, ty: &str, out: &mut Vec<&'a serde_json::Map<String, Value>>) {
+    match v {
+        Value::Object(obj) => {
+            if obj.get("type").and_then(Value::as_str) == Some(ty) {
+                out.push(obj);
+            }
+            for child in obj.values() {
+                find_type(child, ty, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| find_type(item, ty, out)),
+        _ => {}
+    }
+}
+
+fn has_type(v: Option<&Value>, ty: &str) -> bool {
+    let mut found = Vec::new();
+    if let Some(v) = v {
+        find_type(v, ty, &mut found);
+    }
+    !found.is_empty()
+}
+
+/// Which storage convention the entries follow, from the pre-tokenizer,
+/// decoder, normalizer and model settings.
+pub(crate) fn detect_style(raw: &RawTokenizer, model: &str) -> TokenStyle {
+    let parts = [
+        raw.pre_tokenizer.as_ref(),
+        raw.decoder.as_ref(),
+        raw.normalizer.as_ref(),
+    ];
+    if parts.iter().any(|p| has_type(*p, "ByteLevel")) {
+        return TokenStyle::ByteLevel;
+    }
+    for part in parts.iter().flatten() {
+        let mut found = Vec::new();
+        find_type(part, "Metaspace", &mut found);
+        if let Some(obj) = found.first() {
+            let replacement = obj
+                .get("replacement")
+                .and_then(Value::as_str)
+                .and_then(|s| s.chars().next())
+                .unwrap_or('▁');
+            return TokenStyle::Metaspace { replacement };
+        }
+    }
+    // Llama 2 and friends in the legacy layout: Prepend("▁") / Replace(" ",
+    // "▁") normalizers and a Replace("▁", " ") decoder.
+    let mut found = Vec::new();
+    for part in parts.iter().flatten() {
+        find_type(part, "Replace", &mut found);
+        find_type(part, "Prepend", &mut found);
+    }
+    let mentions_marker = found.iter().any(|obj| {
+        obj.values().any(|v| match v {
+            Value::String(s) => s.contains('▁'),
+            Value::Object(o) => o
+                .values()
+                .any(|s| s.as_str().is_some_and(|s| s.contains('▁'))),
+            _ => false,
+        })
+    });
+    if mentions_marker {
+        return TokenStyle::Metaspace { replacement: '▁' };
+    }
+    if model == "WordPiece" {
+        let prefix = raw
+            .model
+            .continuing_subword_prefix
+            .clone()
+            .unwrap_or_else(|| "##".to_string());
+        return TokenStyle::WordPiece { prefix };
+    }
+    TokenStyle::Plain
+}
+
+/// Whether the normalizer lowercases its input (BERT uncased).
+pub(crate) fn lowercases(raw: &RawTokenizer) -> bool {
+    let Some(normalizer) = raw.normalizer.as_ref() else {
+        return false;
+    };
+    if has_type(Some(normalizer), "Lowercase") {
+        return true;
+    }
+    let mut found = Vec::new();
+    find_type(normalizer, "BertNormalizer", &mut found);
+    found
+        .iter()
+        .any(|obj| obj.get("lowercase").and_then(Value::as_bool) == Some(true))
+}

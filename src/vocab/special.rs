@@ -1,0 +1,255 @@
+//! Special tokens as declared by every file beside the weights.
+//!
+//! Owns reading `generation_config.json`, `tokenizer_config.json` and
+//! `special_tokens_map.json` (and the already parsed `config.json`) into
+//! flat [`SpecialDecl`] records, so a checker can compare the sources with
+//! each other and with the vocabulary. Nothing here judges consistency.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// The roles a special token can be declared for, in report order.
+pub const ROLES: [&str; 8] = [
+    "bos",
+    "eos",
+    "pad",
+    "unk",
+    "mask",
+    "sep",
+    "cls",
+    "decoder_start",
+];
+
+/// Config files larger than this are refused (real ones are a few kB, a
+/// tokenizer_config.json with chat templates some hundred kB).
+const MAX_CONFIG_BYTES: u64 = 64 << 20;
+
+/// One declaration of a special token by one file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SpecialDecl {
+    /// The declaring file: `config.json`, `config.json:text_config`,
+    /// `generation_config.json`, `tokenizer_config.json`,
+    /// `special_tokens_map.json` or `tokenizer.json`.
+    pub source: String,
+    /// One of [`ROLES`], or `"special"` for a `tokenizer.json` added token
+    /// marked special (those carry no role).
+    pub role: String,
+    /// The id as written (config files may write negative ids such as -1).
+    pub id: Option<i64>,
+    /// The token string as written (tokenizer files declare strings).
+    pub token: Option<String>,
+}
+
+/// What the config files beside a tokenizer declare.
+#[derive(Debug, Default)]
+pub(crate) struct Declared {
+    /// Role declarations from every file, in file then [`ROLES`] order.
+    pub decls: Vec<SpecialDecl>,
+    /// `tokenizer_config.json` `added_tokens_decoder`: id, content, special.
+    pub config_added: Vec<(u32, String, bool)>,
+}
+
+/// Reads a JSON object file; `Ok(None)` when it does not exist.
+pub(crate) fn read_json_object(path: &Path) -> Result<Option<serde_json::Map<String, Value>>> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(Error::io(path, err)),
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "file is {} bytes, more than the limit of {MAX_CONFIG_BYTES}",
+                meta.len()
+            ),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(other) => Err(Error::bad_file(
+            path,
+            format!("expected a JSON object, found {}", kind(&other)),
+        )),
+        Err(err) => Err(Error::bad_file(path, format!("not valid JSON: {err}"))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Collects the declarations of `config` (the parsed `config.json`, and its
+/// `text_config`) and of the optional files in `dir`. A missing file is
+/// skipped; a malformed one is an error naming it.
+pub(crate) fn collect(dir: &Path, config: Option<&Value>) -> Result<Declared> {
+    let mut out = Declared::default();
+    if let Some(Value::Object(config)) = config {
+        let path = dir.join("config.json");
+        ids_from(&path, "config.json", config, &mut out.decls)?;
+        if let Some(Value::Object(text)) = config.get("text_config") {
+            ids_from(&path, "config.json:text_config", text, &mut out.decls)?;
+        }
+    }
+    let path = dir.join("generation_config.json");
+    if let Some(gen_config) = read_json_object(&path)? {
+        ids_from(&path, "generation_config.json", &gen_config, &mut out.decls)?;
+    }
+    let path = dir.join("tokenizer_config.json");
+    if let Some(tok_config) = read_json_object(&path)? {
+        tokens_from(&path, "tokenizer_config.json", &tok_config, &mut out.decls)?;
+        out.config_added = added_tokens_decoder(&path, &tok_config)?;
+    }
+    let path = dir.join("special_tokens_map.json");
+    if let Some(map) = read_json_object(&path)? {
+        tokens_from(&path, "special_tokens_map.json", &map, &mut out.decls)?;
+    }
+    Ok(out)
+}
+
+/// `{role}_token_id` keys: an integer, a list of integers, or null.
+fn ids_from(
+    path: &Path,
+    source: &str,
+    obj: &serde_json::Map<String, Value>,
+    decls: &mut Vec<SpecialDecl>,
+) -> Result<()> {
+    for role in ROLES {
+        let key = format!("{role}_token_id");
+        let Some(value) = obj.get(&key) else { continue };
+        let bad = |v: &Value| {
+            Error::bad_file(
+                path,
+                format!(
+                    "`{key}` is {}, expected an integer, a list of integers or null",
+                    kind(v)
+                ),
+            )
+        };
+        let mut push = |v: &Value| -> Result<()> {
+            match v {
+                Value::Null => Ok(()),
+                Value::Number(n) => {
+                    let id = n.as_i64().ok_or_else(|| {
+                        Error::bad_file(path, format!("`{key}` is {n}, expected an integer id"))
+                    })?;
+                    decls.push(SpecialDecl {
+                        source: source.to_string(),
+                        role: role.to_string(),
+                        id: Some(id),
+                        token: None,
+                    });
+                    Ok(())
+                }
+                other => Err(bad(other)),
+            }
+        };
+        match value {
+            Value::Array(items) => items.iter().try_for_each(&mut push)?,
+            other => push(other)?,
+        }
+    }
+    Ok(())
+}
+
+/// A token written as a string or as an `{"content": ...}` object.
+fn token_string<'a>(path: &Path, key: &str, value: &'a Value) -> Result<Option<&'a str>> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        Value::Object(obj) => match obj.get("content") {
+            Some(Value::String(s)) => Ok(Some(s)),
+            _ => Err(Error::bad_file(
+                path,
+                format!("`{key}` is an object without a string `content`"),
+            )),
+        },
+        other => Err(Error::bad_file(
+            path,
+            format!(
+                "`{key}` is {}, expected a string, an object with `content` or null",
+                kind(other)
+            ),
+        )),
+    }
+}
+
+/// `{role}_token` keys (no file declares `decoder_start_token`, the key is
+/// read all the same).
+fn tokens_from(
+    path: &Path,
+    source: &str,
+    obj: &serde_json::Map<String, Value>,
+    decls: &mut Vec<SpecialDecl>,
+) -> Result<()> {
+    for role in ROLES {
+        let key = format!("{role}_token");
+        let Some(value) = obj.get(&key) else { continue };
+        if let Some(token) = token_string(path, &key, value)? {
+            decls.push(SpecialDecl {
+                source: source.to_string(),
+                role: role.to_string(),
+                id: None,
+                token: Some(token.to_string()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `added_tokens_decoder`: a map of id strings to `{content, special}`.
+fn added_tokens_decoder(
+    path: &Path,
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Vec<(u32, String, bool)>> {
+    let map = match obj.get("added_tokens_decoder") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "`added_tokens_decoder` is {}, expected an object",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    let mut out = Vec::with_capacity(map.len());
+    for (key, value) in map {
+        let id: u32 = key.parse().map_err(|_| {
+            Error::bad_file(
+                path,
+                format!("`added_tokens_decoder` key {key:?} is not a token id"),
+            )
+        })?;
+        let entry = format!("added_tokens_decoder[{key}]");
+        let content = token_string(path, &entry, value)?.ok_or_else(|| {
+            Error::bad_file(path, format!("`{entry}` is null, expected an object"))
+        })?;
+        let special = match value.get("special") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(Error::bad_file(
+                    path,
+                    format!("`{entry}.special` is {}, expected a boolean", kind(other)),
+                ));
+            }
+        };
+        out.push((id, content.to_string(), special));
+    }
+    out.sort_by_key(|(id, _, _)| *id);
+    Ok(out)
+}

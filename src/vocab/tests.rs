@@ -1,0 +1,513 @@
+//! Tests of `Vocab` on real tokenizer files written by the fixture writers.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::tokenizer_files as tf;
+use super::*;
+
+/// GPT-2-style vocabulary: `Paris` and `Ġking` reachable through merges.
+const BL_TOKENS: &[&str] = &[
+    "P", "a", "r", "i", "s", "k", "n", "g", "Ġ", "Ċ", "Ġk", "in", "Ġkin", "Ġking", "Pa", "ri",
+    "ris", "Paris",
+];
+const BL_MERGES: &[(&str, &str)] = &[
+    ("Ġ", "k"),
+    ("i", "n"),
+    ("Ġk", "in"),
+    ("Ġkin", "g"),
+    ("P", "a"),
+    ("r", "i"),
+    ("ri", "s"),
+    ("Pa", "ris"),
+];
+const BL_ADDED: &[(u32, &str, bool)] = &[
+    (19, "<|endoftext|>", true),
+    (20, "<|begin_of_text|>", true),
+    (25, "<|reserved|>", true),
+];
+
+/// Ids from `tf::WORDPIECE_FIRST_ID` = 5.
+const WP_TOKENS: &[&str] = &["paris", "king", "##ing", "play", "the"];
+
+/// Ids from `tf::SENTENCEPIECE_FIRST_ID` = 259.
+const SP_TOKENS: &[&str] = &[
+    "▁", "P", "a", "r", "i", "s", "▁P", "ar", "is", "▁Par", "▁Paris",
+];
+const SP_MERGES: &[(&str, &str)] = &[
+    ("▁", "P"),
+    ("a", "r"),
+    ("i", "s"),
+    ("▁P", "ar"),
+    ("▁Par", "is"),
+];
+
+fn byte_level_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    tf::write_byte_level_bpe_with_bos(
+        dir.path(),
+        BL_TOKENS,
+        BL_MERGES,
+        BL_ADDED,
+        "<|begin_of_text|>",
+    )
+    .unwrap();
+    dir
+}
+
+fn wordpiece_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    tf::write_wordpiece(dir.path(), WP_TOKENS, &[]).unwrap();
+    dir
+}
+
+fn sentencepiece_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    tf::write_sentencepiece_bpe(dir.path(), SP_TOKENS, SP_MERGES, &[(300, "<pad>", true)]).unwrap();
+    dir
+}
+
+fn load(dir: &Path) -> Vocab {
+    Vocab::load(dir, None)
+        .unwrap()
+        .expect("tokenizer.json present")
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+#[test]
+fn missing_tokenizer_json_is_none() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(Vocab::load(dir.path(), None).unwrap().is_none());
+    // Declarations still come from the other files.
+    tf::write_tokenizer_config(dir.path(), json!({"eos_token": "</s>"})).unwrap();
+    let decls = special_decls(dir.path(), Some(&json!({"eos_token_id": 2}))).unwrap();
+    assert_eq!(decls.len(), 2);
+}
+
+#[test]
+fn model_style_and_size() {
+    let (bl, wp, sp) = (byte_level_dir(), wordpiece_dir(), sentencepiece_dir());
+    let cases: &[(&Path, &str, TokenStyle, usize, usize)] = &[
+        // Added tokens reach beyond the model vocab (18 entries).
+        (bl.path(), "BPE", TokenStyle::ByteLevel, 26, 3),
+        (
+            wp.path(),
+            "WordPiece",
+            TokenStyle::WordPiece {
+                prefix: "##".into(),
+            },
+            10,
+            5,
+        ),
+        (
+            sp.path(),
+            "BPE",
+            TokenStyle::Metaspace { replacement: '▁' },
+            301,
+            4,
+        ),
+    ];
+    for (dir, model, style, size, added) in cases {
+        let v = load(dir);
+        assert_eq!(v.model(), *model);
+        assert_eq!(v.style(), style);
+        assert_eq!(v.size(), *size, "{dir:?}");
+        let summary = v.summary();
+        assert_eq!(summary.size, *size);
+        assert_eq!(summary.added, *added);
+        assert_eq!(summary.special, *added);
+        assert_eq!(summary.file, dir.join("tokenizer.json"));
+    }
+}
+
+#[test]
+fn token_id_and_readable() {
+    let (bl, wp, sp) = (byte_level_dir(), wordpiece_dir(), sentencepiece_dir());
+    let cases: &[(&Path, u32, Option<&str>, Option<&str>)] = &[
+        (bl.path(), 13, Some("Ġking"), Some(" king")),
+        (bl.path(), 9, Some("Ċ"), Some("\\n")),
+        (
+            bl.path(),
+            20,
+            Some("<|begin_of_text|>"),
+            Some("<|begin_of_text|>"),
+        ),
+        // A hole between the vocab and the added tokens, and past the end.
+        (bl.path(), 21, None, None),
+        (bl.path(), 26, None, None),
+        (wp.path(), 7, Some("##ing"), Some("##ing")),
+        (wp.path(), 2, Some("[CLS]"), Some("[CLS]")),
+        (sp.path(), 269, Some("▁Paris"), Some(" Paris")),
+        (sp.path(), 13, Some("<0x0A>"), Some("\\n")),
+        (sp.path(), 1, Some("<s>"), Some("<s>")),
+    ];
+    for (dir, id, raw, human) in cases {
+        let v = load(dir);
+        assert_eq!(v.token(*id), *raw, "token {id}");
+        assert_eq!(v.readable(*id).as_deref(), *human, "readable {id}");
+        if let Some(raw) = raw {
+            assert_eq!(v.id(raw), Some(*id));
+        }
+    }
+}
+
+#[test]
+fn resolve_word_variants() {
+    let (bl, wp, sp) = (byte_level_dir(), wordpiece_dir(), sentencepiece_dir());
+    type Case<'a> = (&'a Path, &'a str, Option<(u32, &'a str)>);
+    let cases: &[Case] = &[
+        (bl.path(), "Paris", Some((17, "Paris"))),
+        (bl.path(), "king", Some((13, "Ġking"))),
+        (bl.path(), " king", Some((13, "Ġking"))),
+        (bl.path(), "Ġking", Some((13, "Ġking"))),
+        (bl.path(), "<|endoftext|>", Some((19, "<|endoftext|>"))),
+        (bl.path(), "King", None),
+        (wp.path(), "paris", Some((5, "paris"))),
+        // The normalizer lowercases, so does the lookup.
+        (wp.path(), "Paris", Some((5, "paris"))),
+        (wp.path(), "##ing", Some((7, "##ing"))),
+        (sp.path(), "Paris", Some((269, "▁Paris"))),
+        (sp.path(), "is", Some((267, "is"))),
+        (sp.path(), "paris", None),
+    ];
+    for (dir, word, want) in cases {
+        let got = load(dir).resolve_word(word);
+        let want = want.map(|(id, raw)| (id, raw.to_string()));
+        assert_eq!(got, want, "{word:?} in {dir:?}");
+    }
+}
+
+#[test]
+fn suggest_variants_then_prefixes() {
+    let bl = byte_level_dir();
+    let v = load(bl.path());
+    let got = v.suggest("kin", 3);
+    let want: Vec<(u32, String)> = vec![(12, "Ġkin".into()), (13, "Ġking".into()), (5, "k".into())];
+    assert_eq!(got, want);
+    assert_eq!(v.suggest("PARIS", 1), vec![(17, "Paris".to_string())]);
+    assert!(v.suggest("zzz", 5).is_empty());
+    assert!(v.suggest("kin", 0).is_empty());
+}
+
+#[test]
+fn encode_each_style() {
+    let plain_gpt2 = tempfile::tempdir().unwrap();
+    tf::write_byte_level_bpe(plain_gpt2.path(), BL_TOKENS, BL_MERGES, BL_ADDED).unwrap();
+    let (bl, wp, sp) = (byte_level_dir(), wordpiece_dir(), sentencepiece_dir());
+    let cases: &[(&Path, &str, &[u32], &[u32])] = &[
+        (plain_gpt2.path(), "Paris king", &[17, 13], &[17, 13]),
+        (bl.path(), "Paris king", &[17, 13], &[20, 17, 13]),
+        (bl.path(), "Paris\n", &[17, 9], &[20, 17, 9]),
+        (wp.path(), "Paris playing", &[5, 8, 7], &[2, 5, 8, 7, 3]),
+        (sp.path(), "Paris\n", &[269, 13], &[1, 269, 13]),
+    ];
+    for (dir, text, without, with) in cases {
+        let v = load(dir);
+        assert_eq!(
+            v.encode(text, false).unwrap(),
+            *without,
+            "{text:?} in {dir:?}"
+        );
+        assert_eq!(v.encode(text, true).unwrap(), *with, "{text:?} in {dir:?}");
+    }
+}
+
+#[test]
+fn special_ids() {
+    let bl = byte_level_dir();
+    let v = load(bl.path());
+    for (id, special) in [(19, true), (20, true), (25, true), (17, false), (21, false)] {
+        assert_eq!(v.is_special(id), special, "{id}");
+    }
+    let wp = wordpiece_dir();
+    let v = load(wp.path());
+    assert!((0..5).all(|id| v.is_special(id)));
+    assert!(!v.is_special(5));
+}
+
+fn decl(source: &str, role: &str, id: Option<i64>, token: Option<&str>) -> SpecialDecl {
+    SpecialDecl {
+        source: source.into(),
+        role: role.into(),
+        id,
+        token: token.map(str::to_string),
+    }
+}
+
+#[test]
+fn special_decls_from_every_file() {
+    let bl = byte_level_dir();
+    let dir = bl.path();
+    let config = json!({
+        "bos_token_id": 20,
+        "eos_token_id": [19, 21],
+        "pad_token_id": null,
+        "decoder_start_token_id": -1,
+        "text_config": {"eos_token_id": 19},
+    });
+    tf::write_generation_config(dir, json!({"bos_token_id": 20, "eos_token_id": [19, 25]}))
+        .unwrap();
+    tf::write_tokenizer_config(
+        dir,
+        json!({
+            "bos_token": "<|begin_of_text|>",
+            "eos_token": {"__type": "AddedToken", "content": "<|endoftext|>", "special": true},
+            "pad_token": null,
+            "added_tokens_decoder": {
+                "20": {"content": "<|begin_of_text|>", "special": true},
+                "19": {"content": "<|endoftext|>", "special": true},
+                "3": {"content": "i", "special": false},
+            },
+        }),
+    )
+    .unwrap();
+    tf::write_special_tokens_map(
+        dir,
+        json!({"eos_token": {"content": "<|endoftext|>"}, "unk_token": "<|endoftext|>"}),
+    )
+    .unwrap();
+    let v = Vocab::load(dir, Some(&config)).unwrap().unwrap();
+    let want = vec![
+        decl("config.json", "bos", Some(20), None),
+        decl("config.json", "eos", Some(19), None),
+        decl("config.json", "eos", Some(21), None),
+        decl("config.json", "decoder_start", Some(-1), None),
+        decl("config.json:text_config", "eos", Some(19), None),
+        decl("generation_config.json", "bos", Some(20), None),
+        decl("generation_config.json", "eos", Some(19), None),
+        decl("generation_config.json", "eos", Some(25), None),
+        decl(
+            "tokenizer_config.json",
+            "bos",
+            None,
+            Some("<|begin_of_text|>"),
+        ),
+        decl("tokenizer_config.json", "eos", None, Some("<|endoftext|>")),
+        decl(
+            "special_tokens_map.json",
+            "eos",
+            None,
+            Some("<|endoftext|>"),
+        ),
+        decl(
+            "special_tokens_map.json",
+            "unk",
+            None,
+            Some("<|endoftext|>"),
+        ),
+        decl("tokenizer.json", "special", Some(19), Some("<|endoftext|>")),
+        decl(
+            "tokenizer.json",
+            "special",
+            Some(20),
+            Some("<|begin_of_text|>"),
+        ),
+        decl("tokenizer.json", "special", Some(25), Some("<|reserved|>")),
+    ];
+    assert_eq!(v.special_decls(), want.as_slice());
+    assert_eq!(special_decls(dir, Some(&config)).unwrap(), want);
+    assert_eq!(
+        v.config_added_tokens(),
+        &[
+            (3, "i".to_string()),
+            (19, "<|endoftext|>".to_string()),
+            (20, "<|begin_of_text|>".to_string()),
+        ]
+    );
+    assert_eq!(v.added_tokens().len(), 3);
+    assert_eq!(
+        v.added_tokens()[0],
+        AddedToken {
+            id: 19,
+            content: "<|endoftext|>".into(),
+            special: true
+        }
+    );
+    // Declared ids count as special, a non-special decoder entry does not.
+    assert!(v.is_special(21));
+    assert!(!v.is_special(3));
+}
+
+#[test]
+fn malformed_files_name_the_file() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("tokenizer.json", "{", "not a valid tokenizer file"),
+        ("tokenizer.json", "[]", "not a valid tokenizer file"),
+        (
+            "tokenizer.json",
+            r#"{"model": {"vocab": {"a": -1}}}"#,
+            "not a valid tokenizer file",
+        ),
+        (
+            "tokenizer.json",
+            r#"{"model": {"vocab": [["a", "x"]]}}"#,
+            "not a valid tokenizer file",
+        ),
+        (
+            "tokenizer.json",
+            r#"{"model": {"vocab": {"a": 4000000000}}}"#,
+            "token id 4000000000 is beyond the limit",
+        ),
+        (
+            "tokenizer.json",
+            r#"{"model": {"vocab": {}}, "added_tokens": [{"id": 1}]}"#,
+            "missing field `content`",
+        ),
+        (
+            "tokenizer_config.json",
+            "[1]",
+            "expected a JSON object, found an array",
+        ),
+        (
+            "tokenizer_config.json",
+            r#"{"eos_token": 5}"#,
+            "`eos_token` is a number",
+        ),
+        (
+            "tokenizer_config.json",
+            r#"{"bos_token": {"id": 1}}"#,
+            "without a string `content`",
+        ),
+        (
+            "tokenizer_config.json",
+            r#"{"added_tokens_decoder": {"abc": {"content": "x"}}}"#,
+            "key \"abc\" is not a token id",
+        ),
+        (
+            "tokenizer_config.json",
+            r#"{"added_tokens_decoder": {"1": {"content": "x", "special": "yes"}}}"#,
+            "`added_tokens_decoder[1].special` is a string",
+        ),
+        ("special_tokens_map.json", "not json", "not valid JSON"),
+        (
+            "generation_config.json",
+            r#"{"eos_token_id": "x"}"#,
+            "`eos_token_id` is a string",
+        ),
+        (
+            "generation_config.json",
+            r#"{"eos_token_id": [1, 2.5]}"#,
+            "`eos_token_id` is 2.5",
+        ),
+    ];
+    for (file, text, expect) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        if *file != "tokenizer.json" {
+            tf::write_wordpiece(dir.path(), WP_TOKENS, &[]).unwrap();
+        }
+        write(dir.path(), file, text);
+        let err = Vocab::load(dir.path(), None).unwrap_err().to_string();
+        assert!(err.contains(file), "{err:?} should name {file}");
+        assert!(err.contains(expect), "{err:?} should say {expect:?}");
+        assert!(!err.contains('\n'), "{err:?} is one line");
+    }
+    // config.json comes parsed, its errors still name it.
+    let dir = wordpiece_dir();
+    let err = Vocab::load(dir.path(), Some(&json!({"pad_token_id": "x"})))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("config.json") && err.contains("`pad_token_id` is a string"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unigram_vocab_is_indexed_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = json!({
+        "added_tokens": [{"id": 0, "content": "<unk>", "special": true}],
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+        "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["▁Paris", -1.5], ["<0x0A>", -9.0]]},
+    });
+    write(dir.path(), "tokenizer.json", &json.to_string());
+    let v = load(dir.path());
+    assert_eq!(v.model(), "Unigram");
+    assert_eq!(v.size(), 3);
+    assert_eq!(v.id("▁Paris"), Some(1));
+    assert_eq!(v.readable(2).as_deref(), Some("\\n"));
+    assert_eq!(v.resolve_word("Paris"), Some((1, "▁Paris".to_string())));
+}
+
+#[test]
+fn legacy_sentencepiece_and_untyped_models_are_detected() {
+    let cases: &[(Value, &str, TokenStyle)] = &[
+        (
+            json!({
+                "normalizer": {"type": "Sequence", "normalizers": [
+                    {"type": "Prepend", "prepend": "▁"},
+                    {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+                "model": {"type": "BPE", "vocab": {"▁a": 0}, "merges": []},
+            }),
+            "BPE",
+            TokenStyle::Metaspace { replacement: '▁' },
+        ),
+        (
+            json!({"model": {"vocab": {"a": 0}, "merges": []}}),
+            "BPE",
+            TokenStyle::Plain,
+        ),
+        (
+            json!({"model": {"vocab": {"a": 0}, "continuing_subword_prefix": "@@"}}),
+            "WordPiece",
+            TokenStyle::WordPiece {
+                prefix: "@@".into(),
+            },
+        ),
+        (
+            json!({"model": {"vocab": {"a": 0}, "unk_token": "a"}}),
+            "WordLevel",
+            TokenStyle::Plain,
+        ),
+    ];
+    for (json, model, style) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "tokenizer.json", &json.to_string());
+        let v = load(dir.path());
+        assert_eq!(v.model(), *model, "{json}");
+        assert_eq!(v.style(), style, "{json}");
+    }
+}
+
+#[test]
+fn duplicates_across_vocab_and_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{
+        "added_tokens": [
+            {"id": 1, "content": "c", "special": false},
+            {"id": 2, "content": "a", "special": true}
+        ],
+        "model": {"type": "WordLevel", "vocab": {"a": 0, "b": 0, "c": 1}, "unk_token": "a"}
+    }"#;
+    write(dir.path(), "tokenizer.json", text);
+    let v = load(dir.path());
+    assert_eq!(
+        v.duplicates(),
+        vec![
+            Duplicate::Id {
+                id: 0,
+                tokens: vec!["a".into(), "b".into()],
+            },
+            Duplicate::Token {
+                token: "a".into(),
+                ids: vec![0, 2],
+            },
+        ]
+    );
+    // The added token wins the string lookup, the first vocab entry the id.
+    assert_eq!(v.id("a"), Some(2));
+    assert_eq!(v.token(0), Some("a"));
+    assert!(load(wordpiece_dir().path()).duplicates().is_empty());
+}
+
+#[test]
+fn fixture_writers_are_deterministic() {
+    let (a, b) = (byte_level_dir(), byte_level_dir());
+    let read = |d: &Path| std::fs::read(d.join("tokenizer.json")).unwrap();
+    assert_eq!(read(a.path()), read(b.path()));
+    assert_eq!(tf::byte_level(" king\n"), "ĠkingĊ");
+}
