@@ -7,5 +7,8 @@
 
 pub mod dtype;
 pub mod error;
+pub mod matrix;
+pub mod progress;
+pub mod search;
 
 pub use error::{Error, Result};
