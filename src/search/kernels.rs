@@ -1,0 +1,181 @@
+//! The arithmetic of one block: row norms and every query's dot product
+//! with every row, on the widest path the CPU offers.
+//!
+//! [`Kernel::best_for`] picks the path once per search; [`Queries`] holds
+//! the queries in the form that path reads (f32, or hi + lo BF16 halves).
+//! The portable path is plain Rust and is the reference the SIMD paths are
+//! tested against.
+
+use std::ops::Range;
+
+use half::bf16;
+
+use crate::dtype::Dtype;
+use crate::matrix::Matrix;
+
+/// An implementation of the block arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernel {
+    /// Plain Rust, auto-vectorised for the compile target.
+    Portable,
+    /// The portable code compiled for AVX2 + FMA.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// AVX-512F FMA on blocks converted to f32.
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    /// AVX-512 BF16 dot products on the stored bytes (BF16 matrices only).
+    #[cfg(target_arch = "x86_64")]
+    Avx512Bf16,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs for a matrix of `dtype`.
+    pub(super) fn best_for(dtype: Dtype) -> Kernel {
+        Kernel::available(dtype).pop().unwrap_or(Kernel::Portable)
+    }
+
+    /// Every kernel this CPU runs for `dtype`, slowest first.
+    pub(super) fn available(dtype: Dtype) -> Vec<Kernel> {
+        #[allow(unused_mut)]
+        let mut all = vec![Kernel::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if super::x86::has_avx2() {
+                all.push(Kernel::Avx2);
+            }
+            if super::x86::has_avx512() {
+                all.push(Kernel::Avx512);
+            }
+            if dtype == Dtype::BF16 && super::x86::has_avx512bf16() {
+                all.push(Kernel::Avx512Bf16);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = dtype;
+        all
+    }
+}
+
+/// The queries of one search, laid out for one kernel.
+pub(super) struct Queries {
+    kernel: Kernel,
+    /// All queries back to back, `nq * cols` values (f32 kernels).
+    f32: Vec<f32>,
+    /// `bf16(q)` for each value (the BF16 kernel).
+    hi: Vec<u16>,
+    /// `bf16(q - hi)`: `hi + lo` carries about 16 significant bits of `q`.
+    lo: Vec<u16>,
+}
+
+impl Queries {
+    /// Lays `queries` out for `kernel` on a matrix of `dtype`.
+    pub(super) fn new(kernel: Kernel, dtype: Dtype, queries: &[Vec<f32>]) -> Self {
+        let flat: Vec<f32> = queries.iter().flatten().copied().collect();
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx512Bf16 {
+            assert_eq!(dtype, Dtype::BF16, "the BF16 kernel reads BF16 bytes");
+            let hi: Vec<bf16> = flat.iter().map(|&x| bf16::from_f32(x)).collect();
+            let lo = flat
+                .iter()
+                .zip(&hi)
+                .map(|(&x, h)| bf16::from_f32(x - h.to_f32()).to_bits())
+                .collect();
+            return Queries {
+                kernel,
+                f32: Vec::new(),
+                hi: hi.into_iter().map(bf16::to_bits).collect(),
+                lo,
+            };
+        }
+        let _ = dtype;
+        Queries {
+            kernel,
+            f32: flat,
+            hi: Vec::new(),
+            lo: Vec::new(),
+        }
+    }
+
+    /// Fills `dots[i * nq + q]` with query `q` · row `rows.start + i`, and
+    /// `norms[i]` (when given) with the row's squared norm. `scratch` is a
+    /// reusable buffer for the f32 kernels.
+    pub(super) fn score_block(
+        &self,
+        m: &Matrix,
+        rows: Range<usize>,
+        scratch: &mut Vec<f32>,
+        norms: Option<&mut [f32]>,
+        dots: &mut [f32],
+    ) {
+        let cols = m.cols();
+        if cols == 0 {
+            dots.fill(0.0);
+            if let Some(norms) = norms {
+                norms.fill(0.0);
+            }
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.kernel == Kernel::Avx512Bf16 {
+            let bytes = m.block_bytes(rows);
+            return super::x86::block_bf16(bytes, cols, &self.hi, &self.lo, norms, dots);
+        }
+        scratch.resize(rows.len() * cols, 0.0);
+        m.block_into(rows, scratch);
+        match self.kernel {
+            Kernel::Portable => block_f32(scratch, cols, &self.f32, norms, dots),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => super::x86::block_f32_avx2(scratch, cols, &self.f32, norms, dots),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 | Kernel::Avx512Bf16 => {
+                super::x86::block_f32_avx512(scratch, cols, &self.f32, norms, dots)
+            }
+        }
+    }
+}
+
+/// The portable block arithmetic on f32 rows (`cols > 0`); inlined into
+/// the AVX2 wrapper so that it is compiled once more for that target.
+#[inline(always)]
+pub(super) fn block_f32(
+    block: &[f32],
+    cols: usize,
+    queries: &[f32],
+    mut norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    let nq = queries.len() / cols;
+    for (i, row) in block.chunks_exact(cols).enumerate() {
+        if let Some(norms) = norms.as_deref_mut() {
+            norms[i] = dot(row, row);
+        }
+        for (q, query) in queries.chunks_exact(cols).enumerate() {
+            dots[i * nq + q] = dot(row, query);
+        }
+    }
+}
+
+/// A dot product in 16 independent f32 lanes, summed pairwise.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 16];
+    let (a_chunks, a_tail) = a.as_chunks::<16>();
+    let (b_chunks, b_tail) = b.as_chunks::<16>();
+    for (x, y) in a_chunks.iter().zip(b_chunks) {
+        for j in 0..16 {
+            acc[j] += x[j] * y[j];
+        }
+    }
+    for (j, (x, y)) in a_tail.iter().zip(b_tail).enumerate() {
+        acc[j] += x * y;
+    }
+    let mut width = 8;
+    while width > 0 {
+        for j in 0..width {
+            acc[j] += acc[j + width];
+        }
+        width /= 2;
+    }
+    acc[0]
+}

@@ -1,0 +1,255 @@
+//! Tests of the search: semantics on small hand-made matrices, every kernel
+//! against an f64 reference, and independence from the thread count.
+
+use half::{bf16, f16};
+
+use super::*;
+use crate::dtype::Dtype;
+
+/// A tiny deterministic generator (xorshift), values in [-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// `vals` stored as `dtype`, plus the values as stored (rounded) in f32.
+fn store(vals: &[f32], dtype: Dtype) -> (Vec<u8>, Vec<f32>) {
+    let mut bytes = Vec::new();
+    for &v in vals {
+        match dtype {
+            Dtype::F32 => bytes.extend(v.to_le_bytes()),
+            Dtype::F16 => bytes.extend(f16::from_f32(v).to_le_bytes()),
+            Dtype::BF16 => bytes.extend(bf16::from_f32(v).to_le_bytes()),
+            Dtype::F8_E4M3 => bytes.push(float8::F8E4M3::from_f32(v).to_bits()),
+            other => panic!("no test encoding for {other}"),
+        }
+    }
+    let mut stored = vec![0.0; vals.len()];
+    crate::matrix::convert(dtype, &bytes, &mut stored);
+    (bytes, stored)
+}
+
+fn f32_matrix<'a>(bytes: &'a [u8], rows: usize, cols: usize) -> Matrix<'a> {
+    Matrix::new("t", bytes, Dtype::F32, &[rows, cols]).unwrap()
+}
+
+fn hits(list: &[Hit]) -> Vec<(u32, f32)> {
+    list.iter().map(|h| (h.id, h.score)).collect()
+}
+
+#[test]
+fn cosine_zero_rows_ties_and_order() {
+    // row 0 = zero, rows 1 and 3 identical, row 2 opposite, row 4 = 2 * row 1.
+    let rows: [[f32; 2]; 5] = [[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [2.0, 0.0]];
+    let bytes: Vec<u8> = rows
+        .iter()
+        .flatten()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let m = f32_matrix(&bytes, 5, 2);
+    let p = Progress::hidden();
+    let got = top_k(&m, &[vec![3.0, 0.0]], 10, Metric::Cosine, None, &p);
+    assert_eq!(
+        hits(&got[0]),
+        [(1, 1.0), (3, 1.0), (4, 1.0), (0, 0.0), (2, -1.0)]
+    );
+    let got = top_k(&m, &[vec![3.0, 0.0]], 2, Metric::Dot, None, &p);
+    assert_eq!(hits(&got[0]), [(4, 6.0), (1, 3.0)]);
+    let mask = [true, false, true, true, true];
+    let got = top_k(&m, &[vec![1.0, 0.0]], 2, Metric::Cosine, Some(&mask), &p);
+    assert_eq!(hits(&got[0]), [(3, 1.0), (4, 1.0)]);
+    let got = top_k(&m, &[vec![0.0, 0.0]], 2, Metric::Cosine, None, &p);
+    assert_eq!(hits(&got[0]), [(0, 0.0), (1, 0.0)]);
+    assert_eq!(
+        top_k(&m, &vec![vec![1.0, 0.0]; 2], 0, Metric::Dot, None, &p),
+        [vec![], vec![]]
+    );
+    assert!(top_k(&m, &[], 3, Metric::Dot, None, &p).is_empty());
+}
+
+#[test]
+fn nan_and_infinite_rows_are_never_results() {
+    let rows: [[f32; 2]; 4] = [
+        [f32::NAN, 1.0],
+        [1.0, 1.0],
+        [f32::INFINITY, 0.0],
+        [-1.0, 0.5],
+    ];
+    let bytes: Vec<u8> = rows
+        .iter()
+        .flatten()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let m = f32_matrix(&bytes, 4, 2);
+    let got = top_k(
+        &m,
+        &[vec![1.0, 0.0]],
+        10,
+        Metric::Cosine,
+        None,
+        &Progress::hidden(),
+    );
+    let ids: Vec<u32> = got[0].iter().map(|h| h.id).collect();
+    assert_eq!(ids, [1, 3]);
+    let got = top_k(
+        &m,
+        &[vec![1.0, 0.0]],
+        10,
+        Metric::Dot,
+        None,
+        &Progress::hidden(),
+    );
+    let ids: Vec<u32> = got[0].iter().map(|h| h.id).collect();
+    assert_eq!(ids, [2, 1, 3]);
+}
+
+/// Scores of every row against every query, in f64 from the stored values.
+fn reference(stored: &[f32], cols: usize, queries: &[Vec<f32>], metric: Metric) -> Vec<Vec<f64>> {
+    let norm = |v: &[f32]| v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    queries
+        .iter()
+        .map(|q| {
+            stored
+                .chunks_exact(cols)
+                .map(|row| {
+                    let dot: f64 = row
+                        .iter()
+                        .zip(q)
+                        .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                        .sum();
+                    match metric {
+                        Metric::Dot => dot,
+                        Metric::Cosine => dot / (norm(row) * norm(q)),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_kernel_matches_the_f64_reference() {
+    let p = Progress::hidden();
+    for (dtype, rows, cols) in [
+        (Dtype::BF16, 1000, 300),
+        (Dtype::BF16, 37, 4096),
+        (Dtype::BF16, 50, 31),
+        (Dtype::F32, 700, 77),
+        (Dtype::F16, 600, 129),
+        (Dtype::F8_E4M3, 300, 64),
+    ] {
+        let (bytes, stored) = store(&values(rows * cols, rows as u64), dtype);
+        let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
+        let mask: Vec<bool> = (0..rows).map(|i| i % 7 != 3).collect();
+        for nq in [1, 2, 3, 4, 5, 9] {
+            let queries: Vec<Vec<f32>> = (0..nq).map(|q| values(cols, 1000 + q as u64)).collect();
+            for metric in [Metric::Cosine, Metric::Dot] {
+                let want = reference(&stored, cols, &queries, metric);
+                for kernel in Kernel::available(dtype) {
+                    let got = top_k_with(kernel, &m, &queries, rows, metric, Some(&mask), &p);
+                    for (q, list) in got.iter().enumerate() {
+                        let what =
+                            format!("{dtype} {rows}x{cols} {nq}q {metric:?} {kernel:?} q{q}");
+                        assert_eq!(list.len(), mask.iter().filter(|&&b| b).count(), "{what}");
+                        let qnorm = queries[q].iter().map(|x| x * x).sum::<f32>().sqrt();
+                        for pair in list.windows(2) {
+                            assert!(Ranked(pair[0]) > Ranked(pair[1]), "{what}: order");
+                        }
+                        for h in list {
+                            let i = h.id as usize;
+                            assert!(mask[i], "{what}: masked row {i}");
+                            let scale = match metric {
+                                Metric::Cosine => 1.0,
+                                Metric::Dot => {
+                                    let row = &stored[i * cols..(i + 1) * cols];
+                                    f64::from(row.iter().map(|x| x * x).sum::<f32>().sqrt() * qnorm)
+                                }
+                            };
+                            let err = (f64::from(h.score) - want[q][i]).abs() / scale;
+                            assert!(
+                                err < 1e-5,
+                                "{what}: row {i} {} vs {} ({err})",
+                                h.score,
+                                want[q][i]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_thread_count() {
+    let (rows, cols) = (3000, 96);
+    let (bytes, _) = store(&values(rows * cols, 7), Dtype::BF16);
+    // Duplicate rows make exact ties, which must break by id.
+    let mut bytes = bytes;
+    let row = cols * 2;
+    bytes.copy_within(10 * row..11 * row, 2500 * row);
+    let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+    let queries: Vec<Vec<f32>> = (0..6).map(|q| values(cols, 50 + q)).collect();
+    let run = |threads: usize, kernel: Kernel| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            top_k_with(
+                kernel,
+                &m,
+                &queries,
+                25,
+                Metric::Cosine,
+                None,
+                &Progress::hidden(),
+            )
+        })
+    };
+    for kernel in Kernel::available(Dtype::BF16) {
+        let one = run(1, kernel);
+        assert_eq!(one, run(3, kernel), "{kernel:?}");
+        assert_eq!(one, run(8, kernel), "{kernel:?}");
+    }
+}
+
+#[test]
+fn scan_sees_every_row_once_in_order() {
+    let (rows, cols) = (5000, 40);
+    let (bytes, stored) = store(&values(rows * cols, 3), Dtype::F16);
+    let m = Matrix::new("t", &bytes, Dtype::F16, &[rows, cols]).unwrap();
+    let (firsts, sum, raw) = scan(
+        &m,
+        &Progress::hidden(),
+        || (Vec::new(), 0f64, 0usize),
+        |s, first, block, raw| {
+            assert_eq!(block.len() % cols, 0);
+            assert_eq!(raw.len(), block.len() * 2);
+            assert_eq!(block, &stored[first * cols..first * cols + block.len()]);
+            s.0.push(first);
+            s.1 += block.iter().map(|&x| f64::from(x)).sum::<f64>();
+            s.2 += raw.len();
+        },
+        |mut a, b| {
+            a.0.extend(b.0);
+            (a.0, a.1 + b.1, a.2 + b.2)
+        },
+    );
+    assert!(firsts.windows(2).all(|w| w[0] < w[1]) && firsts[0] == 0);
+    assert_eq!(raw, bytes.len());
+    let want: f64 = stored.iter().map(|&x| f64::from(x)).sum();
+    assert!((sum - want).abs() < 1e-6, "{sum} vs {want}");
+    let empty = Matrix::new("e", &[], Dtype::F16, &[0, 4]).unwrap();
+    assert_eq!(
+        scan(&empty, &Progress::hidden(), || 7, |_, _, _, _| {}, |a, _| a),
+        7
+    );
+}

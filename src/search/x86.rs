@@ -1,0 +1,335 @@
+//! x86-64 SIMD kernels: AVX-512 BF16 dot products on stored BF16 bytes,
+//! AVX-512F FMA on f32 blocks, and the portable code compiled for AVX2.
+//!
+//! Each block is cut into register tiles of `R` rows × `Q` queries; a tile
+//! keeps `R * Q` (plus `R` norm) accumulators in registers while it walks the
+//! columns, so every loaded vector feeds several independent FMAs. Every
+//! accumulator sees the same sequence of operations whatever the tile shape,
+//! so a row's score does not depend on where it falls in a block.
+//!
+//! The public-in-crate functions are safe: each checks the CPU features it
+//! needs before entering `#[target_feature]` code.
+
+use std::arch::x86_64::*;
+use std::array::from_fn;
+
+/// True when the CPU runs the AVX2 + FMA path.
+pub(super) fn has_avx2() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// True when the CPU runs the AVX-512F path.
+pub(super) fn has_avx512() -> bool {
+    is_x86_feature_detected!("avx512f")
+}
+
+/// True when the CPU runs the AVX-512 BF16 path.
+pub(super) fn has_avx512bf16() -> bool {
+    has_avx512() && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512bf16")
+}
+
+/// The portable block arithmetic compiled for AVX2 + FMA.
+pub(super) fn block_f32_avx2(
+    block: &[f32],
+    cols: usize,
+    queries: &[f32],
+    norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    assert!(has_avx2());
+    // SAFETY: the CPU has AVX2 and FMA (checked above).
+    unsafe { block_f32_avx2_impl(block, cols, queries, norms, dots) }
+}
+
+#[target_feature(enable = "avx2,fma")]
+fn block_f32_avx2_impl(
+    block: &[f32],
+    cols: usize,
+    queries: &[f32],
+    norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    super::kernels::block_f32(block, cols, queries, norms, dots)
+}
+
+/// Calls `$walk::<R, Q, NORMS>(args)` for a query tile of `$qn` (1 to 4)
+/// queries: row tiles of 4 rows for 3–4 queries, 8 rows for 1–2.
+macro_rules! dispatch {
+    ($walk:ident, $qn:expr, $norms:expr, ($($arg:expr),*)) => {
+        match ($qn, $norms) {
+            (4, false) => $walk::<4, 4, false>($($arg),*),
+            (4, true) => $walk::<4, 4, true>($($arg),*),
+            (3, false) => $walk::<4, 3, false>($($arg),*),
+            (3, true) => $walk::<4, 3, true>($($arg),*),
+            (2, false) => $walk::<8, 2, false>($($arg),*),
+            (2, true) => $walk::<8, 2, true>($($arg),*),
+            (1, false) => $walk::<8, 1, false>($($arg),*),
+            _ => $walk::<8, 1, true>($($arg),*),
+        }
+    };
+}
+
+/// Checks the shapes shared by both block kernels; returns `(rows, nq)`.
+fn shapes(
+    elems: usize,
+    cols: usize,
+    queries: usize,
+    norms: Option<&[f32]>,
+    dots: &[f32],
+) -> (usize, usize) {
+    assert!(cols > 0 && elems.is_multiple_of(cols) && queries.is_multiple_of(cols));
+    let (rows, nq) = (elems / cols, queries / cols);
+    assert_eq!(dots.len(), rows * nq, "dots length");
+    if let Some(norms) = norms {
+        assert_eq!(norms.len(), rows, "norms length");
+    }
+    (rows, nq)
+}
+
+/// Row norms and dot products for a block of stored BF16 rows (`block`,
+/// little-endian, any alignment) against queries split into `hi + lo` BF16
+/// halves. Layout as in `Queries::score_block`.
+pub(super) fn block_bf16(
+    block: &[u8],
+    cols: usize,
+    hi: &[u16],
+    lo: &[u16],
+    mut norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    assert!(has_avx512bf16());
+    assert_eq!(hi.len(), lo.len());
+    assert_eq!(block.len() % 2, 0);
+    let (rows, nq) = shapes(block.len() / 2, cols, hi.len(), norms.as_deref(), dots);
+    let mut q0 = 0;
+    while q0 < nq {
+        let qn = (nq - q0).min(4);
+        let with_norms = q0 == 0 && norms.is_some();
+        let n: &mut [f32] = match norms.as_deref_mut() {
+            Some(n) if with_norms => n,
+            _ => &mut [],
+        };
+        // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
+        unsafe {
+            dispatch!(
+                walk_bf16,
+                qn,
+                with_norms,
+                (block, cols, rows, hi, lo, q0, nq, n, dots)
+            )
+        };
+        q0 += qn;
+    }
+}
+
+/// All row tiles of one query tile, BF16 path.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+#[allow(clippy::too_many_arguments)]
+fn walk_bf16<const R: usize, const Q: usize, const NORMS: bool>(
+    block: &[u8],
+    cols: usize,
+    rows: usize,
+    hi: &[u16],
+    lo: &[u16],
+    q0: usize,
+    nq: usize,
+    norms: &mut [f32],
+    dots: &mut [f32],
+) {
+    let mut r0 = 0;
+    while r0 + R <= rows {
+        tile_bf16::<R, Q, NORMS>(block, cols, r0, hi, lo, q0, nq, norms, dots);
+        r0 += R;
+    }
+    for r in r0..rows {
+        tile_bf16::<1, Q, NORMS>(block, cols, r, hi, lo, q0, nq, norms, dots);
+    }
+}
+
+/// Loads 32 BF16 values from `p`, or the first `mask.count_ones()` of them
+/// with the rest zero.
+///
+/// # Safety
+/// The CPU has AVX-512BW, and the 32 × 2 bytes at `p` whose mask bit is set
+/// are readable (masked-off elements are never accessed).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn load_bf16(p: *const u8, mask: __mmask32) -> __m512bh {
+    // SAFETY: per the contract; maskz_loadu has no alignment requirement and
+    // suppresses faults on masked-off elements.
+    let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.cast::<i16>()) };
+    // SAFETY: both are plain 512-bit vectors; every bit pattern is valid.
+    unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
+}
+
+/// One tile of `R` rows from `r0` × `Q` queries from `q0`, BF16 path: each
+/// product `row · q` is accumulated as `row · hi + row · lo`, and with
+/// `NORMS` the row's squared norm as `row · row` (exact BF16 products).
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+#[allow(clippy::too_many_arguments)]
+fn tile_bf16<const R: usize, const Q: usize, const NORMS: bool>(
+    block: &[u8],
+    cols: usize,
+    r0: usize,
+    hi: &[u16],
+    lo: &[u16],
+    q0: usize,
+    nq: usize,
+    norms: &mut [f32],
+    dots: &mut [f32],
+) {
+    assert!((r0 + R) * cols * 2 <= block.len());
+    assert!((q0 + Q) * cols <= hi.len() && (q0 + Q) * cols <= lo.len());
+    let row_ptr: [*const u8; R] = from_fn(|r| block[(r0 + r) * cols * 2..].as_ptr());
+    let hi_ptr: [*const u8; Q] = from_fn(|q| hi[(q0 + q) * cols..].as_ptr().cast());
+    let lo_ptr: [*const u8; Q] = from_fn(|q| lo[(q0 + q) * cols..].as_ptr().cast());
+    let mut acc = [[_mm512_setzero_ps(); Q]; R];
+    let mut norm_acc = [_mm512_setzero_ps(); R];
+    let mut c = 0;
+    while c < cols {
+        let mask: __mmask32 = if cols - c >= 32 {
+            !0
+        } else {
+            (1u32 << (cols - c)) - 1
+        };
+        // SAFETY: the asserts above put columns c..min(c + 32, cols) of rows
+        // r0..r0 + R and of queries q0..q0 + Q inside `block`, `hi` and `lo`;
+        // `mask` selects exactly those columns.
+        let x: [__m512bh; R] = from_fn(|r| unsafe { load_bf16(row_ptr[r].add(2 * c), mask) });
+        for q in 0..Q {
+            // SAFETY: as above.
+            let (h, l) = unsafe {
+                (
+                    load_bf16(hi_ptr[q].add(2 * c), mask),
+                    load_bf16(lo_ptr[q].add(2 * c), mask),
+                )
+            };
+            for r in 0..R {
+                acc[r][q] = _mm512_dpbf16_ps(acc[r][q], x[r], h);
+                acc[r][q] = _mm512_dpbf16_ps(acc[r][q], x[r], l);
+            }
+        }
+        if NORMS {
+            for r in 0..R {
+                norm_acc[r] = _mm512_dpbf16_ps(norm_acc[r], x[r], x[r]);
+            }
+        }
+        c += 32;
+    }
+    for r in 0..R {
+        for q in 0..Q {
+            dots[(r0 + r) * nq + q0 + q] = _mm512_reduce_add_ps(acc[r][q]);
+        }
+        if NORMS {
+            norms[r0 + r] = _mm512_reduce_add_ps(norm_acc[r]);
+        }
+    }
+}
+
+/// Row norms and dot products for a block of f32 rows, AVX-512F path.
+/// Layout as in `Queries::score_block`.
+pub(super) fn block_f32_avx512(
+    block: &[f32],
+    cols: usize,
+    queries: &[f32],
+    mut norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    assert!(has_avx512());
+    let (rows, nq) = shapes(block.len(), cols, queries.len(), norms.as_deref(), dots);
+    let mut q0 = 0;
+    while q0 < nq {
+        let qn = (nq - q0).min(4);
+        let with_norms = q0 == 0 && norms.is_some();
+        let n: &mut [f32] = match norms.as_deref_mut() {
+            Some(n) if with_norms => n,
+            _ => &mut [],
+        };
+        // SAFETY: the CPU has AVX-512F (checked above).
+        unsafe {
+            dispatch!(
+                walk_f32,
+                qn,
+                with_norms,
+                (block, cols, rows, queries, q0, nq, n, dots)
+            )
+        };
+        q0 += qn;
+    }
+}
+
+/// All row tiles of one query tile, f32 path.
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+fn walk_f32<const R: usize, const Q: usize, const NORMS: bool>(
+    block: &[f32],
+    cols: usize,
+    rows: usize,
+    queries: &[f32],
+    q0: usize,
+    nq: usize,
+    norms: &mut [f32],
+    dots: &mut [f32],
+) {
+    let mut r0 = 0;
+    while r0 + R <= rows {
+        tile_f32::<R, Q, NORMS>(block, cols, r0, queries, q0, nq, norms, dots);
+        r0 += R;
+    }
+    for r in r0..rows {
+        tile_f32::<1, Q, NORMS>(block, cols, r, queries, q0, nq, norms, dots);
+    }
+}
+
+/// One tile of `R` rows from `r0` × `Q` queries from `q0`, f32 FMA path.
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+fn tile_f32<const R: usize, const Q: usize, const NORMS: bool>(
+    block: &[f32],
+    cols: usize,
+    r0: usize,
+    queries: &[f32],
+    q0: usize,
+    nq: usize,
+    norms: &mut [f32],
+    dots: &mut [f32],
+) {
+    assert!((r0 + R) * cols <= block.len() && (q0 + Q) * cols <= queries.len());
+    let row_ptr: [*const f32; R] = from_fn(|r| block[(r0 + r) * cols..].as_ptr());
+    let q_ptr: [*const f32; Q] = from_fn(|q| queries[(q0 + q) * cols..].as_ptr());
+    let mut acc = [[_mm512_setzero_ps(); Q]; R];
+    let mut norm_acc = [_mm512_setzero_ps(); R];
+    let mut c = 0;
+    while c < cols {
+        let mask: __mmask16 = if cols - c >= 16 {
+            !0
+        } else {
+            (1u16 << (cols - c)) - 1
+        };
+        // SAFETY: the assert above puts columns c..min(c + 16, cols) of rows
+        // r0..r0 + R and queries q0..q0 + Q inside `block` and `queries`;
+        // `mask` selects exactly those columns and suppresses the rest.
+        let x: [__m512; R] = from_fn(|r| unsafe { _mm512_maskz_loadu_ps(mask, row_ptr[r].add(c)) });
+        for q in 0..Q {
+            // SAFETY: as above.
+            let y = unsafe { _mm512_maskz_loadu_ps(mask, q_ptr[q].add(c)) };
+            for r in 0..R {
+                acc[r][q] = _mm512_fmadd_ps(x[r], y, acc[r][q]);
+            }
+        }
+        if NORMS {
+            for r in 0..R {
+                norm_acc[r] = _mm512_fmadd_ps(x[r], x[r], norm_acc[r]);
+            }
+        }
+        c += 16;
+    }
+    for r in 0..R {
+        for q in 0..Q {
+            dots[(r0 + r) * nq + q0 + q] = _mm512_reduce_add_ps(acc[r][q]);
+        }
+        if NORMS {
+            norms[r0 + r] = _mm512_reduce_add_ps(norm_acc[r]);
+        }
+    }
+}
