@@ -56,10 +56,17 @@ fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
     Ok((ckpt, roles))
 }
 
+fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
+    Ok(Vocab::load(
+        &ckpt.sources.dir,
+        ckpt.config.as_ref().map(|c| &c.raw),
+    )?)
+}
+
 fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     use embscope::cmd::lookup::Query;
     let (ckpt, roles) = open(&args.model, cli)?;
-    let vocab = Vocab::load(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))?;
+    let vocab = load_vocab(&ckpt)?;
     let query = if let Some(text) = &args.text {
         Query::Text {
             text: text.clone(),
@@ -71,12 +78,18 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
         Query::Ids(args.id.clone())
     };
     let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), cli.global.matrix, &query)?;
-    let format = if cli.global.json { Format::Json } else { args.format };
+    let format = if cli.global.json {
+        Format::Json
+    } else {
+        args.format
+    };
     let out = args.output.as_deref();
     let bytes = match format {
         Format::Npy => {
             let path = out.ok_or_else(|| {
-                embscope::Error::BadInput("--format npy writes binary: give a file with -o FILE".into())
+                embscope::Error::BadInput(
+                    "--format npy writes binary: give a file with -o FILE".into(),
+                )
             })?;
             render::lookup::lookup_npy(&report, path)?;
             return Ok(());
@@ -84,7 +97,11 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
         Format::Json => render::json(&report)?,
         Format::Csv => render::lookup::lookup_csv(&report)?,
         Format::Table => {
-            let style = if out.is_some() { Style::plain() } else { Style::detect() };
+            let style = if out.is_some() {
+                Style::plain()
+            } else {
+                Style::detect()
+            };
             render::lookup::lookup_table(&report, args.full, &style).into_bytes()
         }
     };
@@ -105,7 +122,8 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
     match &cli.command {
         Command::Info { model } => {
             let (ckpt, roles) = open(model, cli)?;
-            render::emit(&cmd::info::run(&ckpt, &roles), json, &style)?;
+            let vocab = load_vocab(&ckpt)?;
+            render::emit(&cmd::info::run(&ckpt, &roles, vocab.as_ref()), json, &style)?;
         }
         Command::Tensors {
             model,

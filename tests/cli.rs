@@ -4,6 +4,7 @@
 
 mod common;
 mod info;
+mod lookup;
 mod regenerate;
 mod size;
 mod tensors;

@@ -40,8 +40,21 @@ fn sharded_llama_reports_embedding_head_and_tie() {
         .collect();
     assert_eq!(
         kinds,
-        ["index", "shard", "shard", "config", "generation config"]
+        [
+            "index",
+            "shard",
+            "shard",
+            "config",
+            "generation config",
+            "tokenizer",
+            "tokenizer config",
+            "special tokens"
+        ]
     );
+    assert_eq!(v["tokenizer"]["model"], "BPE");
+    assert_eq!(v["tokenizer"]["size"], 341);
+    assert_eq!(v["tokenizer"]["added"], 2);
+    assert!(json(&["info", &fixture("dtypes/f32.safetensors")])["tokenizer"].is_null());
 }
 
 #[test]

@@ -2,10 +2,12 @@
 
 #[path = "../fixtures/gen/checkpoints.rs"]
 #[allow(dead_code)]
-mod checkpoints;
+pub mod checkpoints;
+#[path = "../fixtures/gen/tokenizer_files.rs"]
+mod tokenizer_files;
 #[path = "../fixtures/gen/vocab.rs"]
 #[allow(dead_code)]
-mod vocab;
+pub mod vocab;
 #[path = "../fixtures/gen/writer.rs"]
 #[allow(dead_code)]
 mod writer;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::TensorSummary;
 use crate::checkpoint::{Checkpoint, HubSnapshot, ModelConfig};
 use crate::roles::{Choice, Roles, Tie};
+use crate::vocab::{TokenizerSummary, Vocab};
 
 /// Files beside the weights that embscope reads, with their kind.
 const SIDE_FILES: &[(&str, &str)] = &[
@@ -37,6 +38,8 @@ pub struct InfoReport {
     pub tie: Tie,
     /// Number of tensors in all shards.
     pub tensor_count: usize,
+    /// The tokenizer, when `tokenizer.json` is there.
+    pub tokenizer: Option<TokenizerSummary>,
 }
 
 /// One file of the checkpoint.
@@ -63,7 +66,7 @@ pub struct RoleTensor {
 }
 
 /// Builds the `info` report.
-pub fn run(ckpt: &Checkpoint, roles: &Roles) -> InfoReport {
+pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoReport {
     let mut files = Vec::new();
     if let Some(index) = &ckpt.sources.index {
         files.push(file_entry(index, "index"));
@@ -97,6 +100,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles) -> InfoReport {
         head: role(&roles.head),
         tie: roles.tie.clone(),
         tensor_count: ckpt.tensors.len(),
+        tokenizer: vocab.map(Vocab::summary),
     }
 }
 

@@ -96,7 +96,11 @@ pub fn run(
 }
 
 /// The vocabulary, or an error saying a tokenizer is needed for `what`.
-pub fn need_vocab<'v>(ckpt: &Checkpoint, vocab: Option<&'v Vocab>, what: &str) -> Result<&'v Vocab> {
+pub fn need_vocab<'v>(
+    ckpt: &Checkpoint,
+    vocab: Option<&'v Vocab>,
+    what: &str,
+) -> Result<&'v Vocab> {
     vocab.ok_or_else(|| {
         Error::BadInput(format!(
             "{what} needs a tokenizer, and there is no tokenizer.json in `{}`; use --id",
@@ -130,7 +134,10 @@ fn resolve(ckpt: &Checkpoint, vocab: Option<&Vocab>, query: &Query) -> Result<Ve
         Query::Ids(ids) => Ok(ids.clone()),
         Query::Tokens(tokens) => {
             let v = need_vocab(ckpt, vocab, "--token")?;
-            tokens.iter().map(|t| token_id(v, t).map(u64::from)).collect()
+            tokens
+                .iter()
+                .map(|t| token_id(v, t).map(u64::from))
+                .collect()
         }
         Query::Text {
             text,
@@ -142,7 +149,9 @@ fn resolve(ckpt: &Checkpoint, vocab: Option<&Vocab>, query: &Query) -> Result<Ve
             }
             let ids = v.encode(text, *add_special_tokens)?;
             if ids.is_empty() {
-                return Err(Error::BadInput(format!("--text `{text}` encodes to no tokens")));
+                return Err(Error::BadInput(format!(
+                    "--text `{text}` encodes to no tokens"
+                )));
             }
             Ok(ids.into_iter().map(u64::from).collect())
         }

@@ -78,6 +78,20 @@ impl Human for InfoReport {
         }
         line("tie", tie);
         line("tensors", count(self.tensor_count as u64));
+        line(
+            "tokenizer",
+            match &self.tokenizer {
+                Some(t) => format!(
+                    "{}, {} ids ({} added, {} special)  {}",
+                    t.model,
+                    count(t.size as u64),
+                    t.added,
+                    t.special,
+                    style.dim(&file_name(&t.file.display().to_string()))
+                ),
+                None => style.dim("no tokenizer.json"),
+            },
+        );
         out
     }
 }

@@ -15,7 +15,11 @@ pub fn lookup_table(r: &LookupReport, full: bool, style: &Style) -> String {
         .rows
         .iter()
         .map(|row| {
-            let shown = if full { row.values.len() } else { PREVIEW.min(row.values.len()) };
+            let shown = if full {
+                row.values.len()
+            } else {
+                PREVIEW.min(row.values.len())
+            };
             let mut vals: Vec<String> = row.values[..shown].iter().map(|v| v.to_string()).collect();
             if shown < row.values.len() {
                 vals.push(format!("… ({} more)", row.values.len() - shown));
@@ -63,22 +67,35 @@ pub fn lookup_csv(r: &LookupReport) -> Result<Vec<u8>> {
     let csv_err = |e: csv::Error| Error::BadInput(format!("cannot write CSV: {e}"));
     w.write_record(header).map_err(csv_err)?;
     for row in &r.rows {
-        let fields = [row.id.to_string(), row.token.clone().unwrap_or_default(), row.norm.to_string()]
-            .into_iter()
-            .chain(row.values.iter().map(|v| v.to_string()));
+        let fields = [
+            row.id.to_string(),
+            row.token.clone().unwrap_or_default(),
+            row.norm.to_string(),
+        ]
+        .into_iter()
+        .chain(row.values.iter().map(|v| v.to_string()));
         w.write_record(fields).map_err(csv_err)?;
     }
-    w.into_inner().map_err(|e| Error::BadInput(format!("cannot write CSV: {e}")))
+    w.into_inner()
+        .map_err(|e| Error::BadInput(format!("cannot write CSV: {e}")))
 }
 
 /// Writes the rows as a `[n, d]` float32 array in numpy's `.npy` format.
 pub fn lookup_npy(r: &LookupReport, path: &Path) -> Result<()> {
-    let values: Vec<f32> = r.rows.iter().flat_map(|row| row.values.iter().copied()).collect();
+    let values: Vec<f32> = r
+        .rows
+        .iter()
+        .flat_map(|row| row.values.iter().copied())
+        .collect();
     let write_err = |e: candle_core::Error| Error::Write {
         path: path.to_path_buf(),
         err: std::io::Error::other(e.to_string()),
     };
-    let t = candle_core::Tensor::from_vec(values, (r.rows.len(), r.shape[1]), &candle_core::Device::Cpu)
-        .map_err(write_err)?;
+    let t = candle_core::Tensor::from_vec(
+        values,
+        (r.rows.len(), r.shape[1]),
+        &candle_core::Device::Cpu,
+    )
+    .map_err(write_err)?;
     t.write_npy(path).map_err(write_err)
 }
