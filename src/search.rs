@@ -8,7 +8,7 @@
 //! Nothing the size of the matrix is ever allocated.
 //!
 //! The arithmetic picks the widest path the CPU has at run time (see
-//! [`kernels`]): AVX-512 BF16 dot products straight on the stored bytes of a
+//! `kernels`): AVX-512 BF16 dot products straight on the stored bytes of a
 //! BF16 matrix, AVX-512 or AVX2 on blocks converted to f32 otherwise, and a
 //! portable path everywhere else. All paths accumulate in f32 and agree to
 //! about 1e-5 of `|row| * |query|`.
