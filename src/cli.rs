@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
+use crate::cmd::neighbors::Filter;
 use crate::roles::Which;
 
 /// Inspect the vocabulary layers (input embedding and LM head) of a
@@ -69,6 +70,9 @@ pub enum Command {
     /// The stored rows of tokens: by id, by vocabulary entry, or by
     /// tokenizing a text; with id, token, L2 norm and values.
     Lookup(LookupArgs),
+    /// The nearest tokens (cosine or dot) to tokens, ids, expressions such
+    /// as "king - man + woman", or texts; many queries in one pass.
+    Neighbors(NeighborsArgs),
 }
 
 /// Row order of `tensors`.
@@ -142,4 +146,42 @@ pub enum Format {
     Csv,
     /// numpy .npy, float32 [n, d].
     Npy,
+}
+
+/// Arguments of `neighbors`.
+#[derive(Debug, Args)]
+pub struct NeighborsArgs {
+    /// Model directory, .safetensors file, index file or Hub id.
+    pub model: String,
+    /// Queries: a vocabulary entry (`Paris`; the leading-space form is tried
+    /// too), `#ID`, or terms joined by ` + ` and ` - ` (`"king - man + woman"`).
+    #[arg(value_name = "QUERY")]
+    pub queries: Vec<String>,
+    /// A text whose token rows are averaged into one query (repeatable).
+    #[arg(long, value_name = "STR")]
+    pub text: Vec<String>,
+    /// A file of queries, one per line.
+    #[arg(long, value_name = "FILE")]
+    pub batch: Option<PathBuf>,
+    /// Results per query.
+    #[arg(short, long, default_value_t = 10)]
+    pub k: usize,
+    /// Similarity.
+    #[arg(long, value_enum, default_value_t = MetricArg::Cosine)]
+    pub metric: MetricArg,
+    /// Keep the query's own tokens among the results.
+    #[arg(long)]
+    pub include_query: bool,
+    /// Cut noise from the results (comma-separated or repeated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub filter: Vec<Filter>,
+}
+
+/// `--metric`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MetricArg {
+    /// Cosine similarity; a zero row scores 0.
+    Cosine,
+    /// Plain dot product (what logits use, for the head).
+    Dot,
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use embscope::checkpoint::Checkpoint;
-use embscope::cli::{Cli, Command, Format, LookupArgs};
+use embscope::cli::{Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::render::{self, Style};
 use embscope::roles::Roles;
@@ -116,6 +116,37 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     }
 }
 
+fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
+    use embscope::cmd::neighbors::{self, QuerySpec, Request};
+    use embscope::search::Metric;
+    let (ckpt, roles) = open(&args.model, cli)?;
+    let vocab = load_vocab(&ckpt)?;
+    let mut queries: Vec<QuerySpec> = args.queries.iter().cloned().map(QuerySpec::Expr).collect();
+    queries.extend(args.text.iter().cloned().map(QuerySpec::Text));
+    if let Some(path) = &args.batch {
+        queries.extend(neighbors::read_batch(path)?);
+    }
+    let req = Request {
+        queries,
+        k: args.k,
+        metric: match args.metric {
+            MetricArg::Cosine => Metric::Cosine,
+            MetricArg::Dot => Metric::Dot,
+        },
+        include_query: args.include_query,
+        filters: args.filter.clone(),
+        progress: !cli.global.quiet && !cli.global.no_progress,
+    };
+    let report = neighbors::run(&ckpt, &roles, vocab.as_ref(), cli.global.matrix, &req)?;
+    if !cli.global.quiet {
+        for note in &report.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    render::emit(&report, cli.global.json, &Style::detect())?;
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<u8, Stop> {
     let style = Style::detect();
     let json = cli.global.json;
@@ -139,6 +170,7 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             render::emit(&cmd::size::run(&ckpt, &roles, args)?, json, &style)?;
         }
         Command::Lookup(args) => lookup(cli, args)?,
+        Command::Neighbors(args) => neighbors(cli, args)?,
     }
     Ok(0)
 }

@@ -9,9 +9,9 @@ fn sharded_llama_reports_embedding_head_and_tie() {
     let v = json(&["info", &fixture("llama-sharded")]);
     let e = &v["embedding"];
     assert_eq!(e["name"], "model.embed_tokens.weight");
-    assert_eq!(e["shape"], serde_json::json!([341, 16]));
+    assert_eq!(e["shape"], serde_json::json!([341, 32]));
     assert_eq!(e["dtype"], "BF16");
-    assert_eq!(e["bytes"], 341 * 16 * 2);
+    assert_eq!(e["bytes"], 341 * 32 * 2);
     assert!(
         e["file"]
             .as_str()
@@ -269,7 +269,7 @@ fn human_output_names_the_roles() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("embedding   transformer.wte.weight  [341, 16]  F32"),
+        text.contains("embedding   transformer.wte.weight  [341, 32]  F32"),
         "{text}"
     );
     assert!(

@@ -2,6 +2,7 @@
 
 use crate::common::{embscope, fails, fixture, json};
 use crate::regenerate::checkpoints::{DTYPE_VALUES, planted_embedding};
+use crate::regenerate::vocab::HIDDEN;
 
 fn values(v: &serde_json::Value) -> Vec<Vec<f32>> {
     v["rows"]
@@ -49,7 +50,7 @@ fn every_float_dtype_converts_exactly() {
 #[test]
 fn token_rows_equal_the_generators_values() {
     let (_, planted) = planted_embedding(1);
-    let want: Vec<f32> = planted[259 * 16..260 * 16]
+    let want: Vec<f32> = planted[259 * HIDDEN..260 * HIDDEN]
         .iter()
         .map(|&x| half::bf16::from_f32(x).to_f32())
         .collect();
@@ -153,7 +154,7 @@ fn table_csv_and_npy_outputs() {
         .unwrap();
     let csv = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0].split(',').count(), 3 + 16);
+    assert_eq!(lines[0].split(',').count(), 3 + HIDDEN);
     assert!(lines[1].starts_with("5,king,"), "{csv}");
     assert_eq!(lines.len(), 2);
 
@@ -194,7 +195,7 @@ fn full_prints_every_value() {
     assert!(
         String::from_utf8(out.stdout)
             .unwrap()
-            .contains("… (8 more)")
+            .contains("… (24 more)")
     );
     let out = embscope()
         .args(["lookup", &fixture("bert"), "--id", "5", "--full"])

@@ -5,14 +5,14 @@ use crate::common::{fails, fixture, json};
 #[test]
 fn untied_totals_and_shares() {
     let v = json(&["size", &fixture("llama-sharded")]);
-    let layer = 341 * 16;
-    assert_eq!(v["total_params"], 13_520);
-    assert_eq!(v["total_bytes"], 27_040);
+    let layer = 341 * 32;
+    assert_eq!(v["total_params"], 32_160);
+    assert_eq!(v["total_bytes"], 64_320);
     assert_eq!(v["by_dtype"][0]["dtype"], "BF16");
     assert_eq!(v["embedding_params"], layer);
     assert_eq!(v["head_params"], layer);
     let share = v["vocab_share"].as_f64().unwrap();
-    assert!((share - 2.0 * layer as f64 / 13_520.0).abs() < 1e-12);
+    assert!((share - 2.0 * layer as f64 / 32_160.0).abs() < 1e-12);
     assert_eq!(v["tying"]["tied"], false);
     assert_eq!(v["tying"]["bytes"], layer * 2);
 }
@@ -23,7 +23,7 @@ fn tied_model_says_what_tying_saved() {
     assert_eq!(v["head_params"], 0);
     assert_eq!(v["tie_status"], "tied");
     assert_eq!(v["tying"]["tied"], true);
-    assert_eq!(v["tying"]["bytes"], 341 * 16 * 4);
+    assert_eq!(v["tying"]["bytes"], 341 * 32 * 4);
 }
 
 #[test]
@@ -39,21 +39,21 @@ fn what_if_vocab_dtype_and_untie() {
     ]);
     let w = &v["what_if"];
     assert_eq!(w["vocab"], 1000);
-    assert_eq!(w["embedding_params"], 16_000);
-    assert_eq!(w["head_params"], 16_000);
-    let others = 7776 - 341 * 16;
-    assert_eq!(w["total_params"], others + 32_000);
+    assert_eq!(w["embedding_params"], 32_000);
+    assert_eq!(w["head_params"], 32_000);
+    let others = 19_136 - 341 * 32;
+    assert_eq!(w["total_params"], others + 64_000);
     assert_eq!(
         w["total_bytes"],
-        (others + 32_000) * 2,
+        (others + 64_000) * 2,
         "every float tensor as BF16"
     );
-    assert_eq!(w["delta_params"], others + 32_000 - 7776);
+    assert_eq!(w["delta_params"], others + 64_000 - 19_136);
 
     let t = json(&["size", &fixture("llama-sharded"), "--tie", "--hidden", "8"])["what_if"].clone();
     assert_eq!(t["head_params"], 0);
     assert_eq!(t["embedding_params"], 341 * 8);
-    assert_eq!(t["delta_bytes"], -(341 * 16 * 2 * 2 - 341 * 8 * 2));
+    assert_eq!(t["delta_bytes"], -(341 * 32 * 2 * 2 - 341 * 8 * 2));
     assert!(json(&["size", &fixture("llama-sharded")])["what_if"].is_null());
 }
 

@@ -18,8 +18,8 @@ fn lists_every_tensor_sorted_by_name() {
     assert_eq!(names, sorted);
     let first = &v["tensors"][0];
     assert_eq!(first["dtype"], "BF16");
-    assert_eq!(first["params"], 341 * 16);
-    assert_eq!(first["bytes"], 341 * 16 * 2);
+    assert_eq!(first["params"], 341 * 32);
+    assert_eq!(first["bytes"], 341 * 32 * 2);
 }
 
 #[test]

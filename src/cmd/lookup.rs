@@ -111,22 +111,25 @@ pub fn need_vocab<'v>(
 
 /// A vocabulary entry's id, or an error with close entries.
 pub fn token_id(vocab: &Vocab, token: &str) -> Result<u32> {
-    vocab.id(token).ok_or_else(|| {
-        let close: Vec<String> = vocab
-            .suggest(token, 5)
-            .into_iter()
-            .map(|(id, raw)| format!("`{raw}` (#{id})"))
-            .collect();
-        let hint = if close.is_empty() {
-            String::new()
-        } else {
-            format!("; close entries: {}", close.join(", "))
-        };
-        Error::BadInput(format!(
-            "token `{token}` is not in the vocabulary of `{}`{hint}",
-            vocab.file().display()
-        ))
-    })
+    vocab.id(token).ok_or_else(|| unknown_token(vocab, token))
+}
+
+/// The error for a token that is not in the vocabulary, with close entries.
+pub fn unknown_token(vocab: &Vocab, token: &str) -> Error {
+    let close: Vec<String> = vocab
+        .suggest(token, 5)
+        .into_iter()
+        .map(|(id, raw)| format!("`{raw}` (#{id})"))
+        .collect();
+    let hint = if close.is_empty() {
+        String::new()
+    } else {
+        format!("; close entries: {}", close.join(", "))
+    };
+    Error::BadInput(format!(
+        "token `{token}` is not in the vocabulary of `{}`{hint}",
+        vocab.file().display()
+    ))
 }
 
 fn resolve(ckpt: &Checkpoint, vocab: Option<&Vocab>, query: &Query) -> Result<Vec<u64>> {

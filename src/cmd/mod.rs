@@ -3,6 +3,7 @@
 
 pub mod info;
 pub mod lookup;
+pub mod neighbors;
 pub mod size;
 pub mod tensors;
 

@@ -51,9 +51,10 @@ impl Human for LookupReport {
     }
 }
 
-/// A token shown between quotes, so leading spaces are visible.
+/// A token shown between quotes, so leading spaces are visible (control
+/// characters are already escaped by the vocabulary's readable form).
 fn quote(t: &str) -> String {
-    format!("{t:?}")
+    format!("\"{t}\"")
 }
 
 /// CSV: `id,token,norm,v0..v{d-1}`, one line per row.

@@ -3,6 +3,7 @@
 
 mod info;
 pub mod lookup;
+mod neighbors;
 mod size;
 mod tensors;
 

@@ -1,0 +1,428 @@
+//! `neighbors`: the rows nearest a query (cosine or dot), exact, for many
+//! queries in one pass over the matrix. Queries are vocabulary entries,
+//! `#ID`s, expressions `king - man + woman`, or mean-pooled texts.
+
+use serde::Serialize;
+
+use crate::checkpoint::Checkpoint;
+use crate::cmd::lookup::{need_vocab, unknown_token};
+use crate::matrix::Matrix;
+use crate::progress::Progress;
+use crate::roles::{Roles, Which};
+use crate::search::{self, Hit, Metric};
+use crate::vocab::Vocab;
+use crate::{Error, Result};
+
+/// Rows a result may come from (`--filter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Filter {
+    /// Leave out special tokens (BOS, EOS, `[CLS]` ...).
+    NoSpecial,
+    /// Leave out rows beyond the tokenizer (padding rows no token reaches).
+    NoPadding,
+    /// Only tokens that contain a letter.
+    Letters,
+}
+
+/// One query as the user wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QuerySpec {
+    /// A token, `#ID` or `a - b + c` expression.
+    Expr(String),
+    /// A text whose token rows are averaged (`--text`).
+    Text(String),
+}
+
+/// What the search is asked.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The queries, answered in one pass.
+    pub queries: Vec<QuerySpec>,
+    /// Results per query.
+    pub k: usize,
+    /// Cosine or dot.
+    pub metric: Metric,
+    /// Keep the query's own tokens among the results.
+    pub include_query: bool,
+    /// Result filters.
+    pub filters: Vec<Filter>,
+    /// Draw a progress bar for long scans.
+    pub progress: bool,
+}
+
+/// The `neighbors` report.
+#[derive(Debug, Serialize)]
+pub struct NeighborsReport {
+    /// The tensor searched.
+    pub matrix: String,
+    /// Which role it was asked for as.
+    pub role: Which,
+    /// `cosine` or `dot`.
+    pub metric: &'static str,
+    /// Results per query (after clamping).
+    pub k: usize,
+    /// One answer per query, in order.
+    pub queries: Vec<Answer>,
+    /// How words were resolved, clamps and other notes.
+    pub notes: Vec<String>,
+}
+
+/// The answer to one query.
+#[derive(Debug, Serialize)]
+pub struct Answer {
+    /// The query as given.
+    pub query: String,
+    /// The rows the query is made of.
+    pub ids: Vec<u32>,
+    /// Each term with its sign and the entry used.
+    pub terms: Vec<Term>,
+    /// The nearest rows, best first.
+    pub results: Vec<Neighbor>,
+}
+
+/// One resolved term of a query.
+#[derive(Debug, Clone, Serialize)]
+pub struct Term {
+    /// `+1` or `-1`.
+    pub sign: i8,
+    /// The term as written.
+    pub text: String,
+    /// The row used (for `--text`, every token's row).
+    pub ids: Vec<u32>,
+}
+
+/// One result row.
+#[derive(Debug, Serialize)]
+pub struct Neighbor {
+    /// 1-based rank.
+    pub rank: usize,
+    /// Token id.
+    pub id: u32,
+    /// The token, readable (null without a tokenizer).
+    pub token: Option<String>,
+    /// Cosine similarity or dot product.
+    pub score: f32,
+}
+
+/// Answers every query of `req` in one pass over the `which` matrix.
+pub fn run(
+    ckpt: &Checkpoint,
+    roles: &Roles,
+    vocab: Option<&Vocab>,
+    which: Which,
+    req: &Request,
+) -> Result<NeighborsReport> {
+    if req.k == 0 {
+        return Err(Error::BadInput("-k must be at least 1".into()));
+    }
+    if req.queries.is_empty() {
+        return Err(Error::BadInput(
+            "no query: give a token, #ID, an expression such as \"king - man + woman\", --text or --batch".into(),
+        ));
+    }
+    let t = roles.matrix(ckpt, which)?;
+    let m = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)?;
+    let mut notes = Vec::new();
+    let mut resolved = Vec::with_capacity(req.queries.len());
+    for q in &req.queries {
+        resolved.push(resolve(ckpt, &m, vocab, q, &mut notes)?);
+    }
+    let vectors: Vec<Vec<f32>> = resolved.iter().map(|(_, v)| v.clone()).collect();
+    let mask = build_mask(ckpt, &m, vocab, &req.filters)?;
+    let candidates = mask
+        .as_ref()
+        .map_or(m.rows(), |mk| mk.iter().filter(|&&b| b).count());
+    let mut k = req.k;
+    if k > candidates {
+        notes.push(format!(
+            "-k {} is more than the {candidates} candidate rows; showing {candidates}",
+            req.k
+        ));
+        k = candidates;
+    }
+    let exclude_max = if req.include_query {
+        0
+    } else {
+        resolved
+            .iter()
+            .map(|(terms, _)| own_ids(terms).len())
+            .max()
+            .unwrap_or(0)
+    };
+    let progress = Progress::new(req.progress, m.rows() as u64, "scanning");
+    let lists = search::top_k(
+        &m,
+        &vectors,
+        k + exclude_max,
+        req.metric,
+        mask.as_deref(),
+        &progress,
+    );
+    let queries = req
+        .queries
+        .iter()
+        .zip(resolved)
+        .zip(lists)
+        .map(|((spec, (terms, _)), hits)| {
+            let own = own_ids(&terms);
+            let results = hits
+                .into_iter()
+                .filter(|h: &Hit| req.include_query || !own.contains(&h.id))
+                .take(k)
+                .enumerate()
+                .map(|(i, h)| Neighbor {
+                    rank: i + 1,
+                    id: h.id,
+                    token: vocab.and_then(|v| v.readable(h.id)),
+                    score: h.score,
+                })
+                .collect();
+            Answer {
+                query: match spec {
+                    QuerySpec::Expr(s) => s.clone(),
+                    QuerySpec::Text(s) => format!("--text {s:?}"),
+                },
+                ids: own,
+                terms,
+                results,
+            }
+        })
+        .collect();
+    Ok(NeighborsReport {
+        matrix: t.name.clone(),
+        role: which,
+        metric: match req.metric {
+            Metric::Cosine => "cosine",
+            Metric::Dot => "dot",
+        },
+        k,
+        queries,
+        notes,
+    })
+}
+
+/// Reads `--batch FILE`: one query per line (token, `#ID` or expression);
+/// blank lines are skipped.
+pub fn read_batch(path: &std::path::Path) -> Result<Vec<QuerySpec>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| QuerySpec::Expr(l.to_string()))
+        .collect())
+}
+
+/// Every id the query is made of, once, in order.
+fn own_ids(terms: &[Term]) -> Vec<u32> {
+    let mut ids: Vec<u32> = Vec::new();
+    for id in terms.iter().flat_map(|t| t.ids.iter().copied()) {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+/// Splits `king - man + woman` into signed terms. Operators need spaces
+/// around them, so `e-mail` and `C++` stay single terms.
+pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
+    let mut terms = Vec::new();
+    let mut sign = 1i8;
+    let mut current: Vec<&str> = Vec::new();
+    let mut after_operator = false;
+    for w in expr.split_whitespace() {
+        if w == "+" || w == "-" {
+            if !current.is_empty() {
+                terms.push((sign, current.join(" ")));
+                current.clear();
+            } else if after_operator {
+                return Err(Error::BadInput(format!(
+                    "expression `{expr}`: operator `{w}` follows another operator"
+                )));
+            }
+            sign = if w == "-" { -1 } else { 1 };
+            after_operator = true;
+        } else {
+            current.push(w);
+            after_operator = false;
+        }
+    }
+    if current.is_empty() {
+        return Err(Error::BadInput(if after_operator {
+            format!("expression `{expr}` ends with an operator")
+        } else {
+            format!("query `{expr}` is empty")
+        }));
+    }
+    terms.push((sign, current.join(" ")));
+    Ok(terms)
+}
+
+/// Resolves one query into its terms and its vector.
+fn resolve(
+    ckpt: &Checkpoint,
+    m: &Matrix,
+    vocab: Option<&Vocab>,
+    q: &QuerySpec,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Term>, Vec<f32>)> {
+    match q {
+        QuerySpec::Text(text) => {
+            let v = need_vocab(ckpt, vocab, "--text")?;
+            if text.trim().is_empty() {
+                return Err(Error::BadInput("--text is empty".into()));
+            }
+            let ids = v.encode(text, false)?;
+            if ids.is_empty() {
+                return Err(Error::BadInput(format!(
+                    "--text {text:?} encodes to no tokens"
+                )));
+            }
+            let mut mean = vec![0f32; m.cols()];
+            for &id in &ids {
+                let row = row_of(m, id)?;
+                mean.iter_mut().zip(&row).for_each(|(a, b)| *a += b);
+            }
+            let n = ids.len() as f32;
+            mean.iter_mut().for_each(|x| *x /= n);
+            Ok((
+                vec![Term {
+                    sign: 1,
+                    text: text.clone(),
+                    ids,
+                }],
+                mean,
+            ))
+        }
+        QuerySpec::Expr(expr) => {
+            let parts = parse_expression(expr)?;
+            let single = parts.len() == 1 && parts[0].0 == 1;
+            let mut terms = Vec::with_capacity(parts.len());
+            let mut sum = vec![0f32; m.cols()];
+            for (sign, word) in parts {
+                let id = term_id(ckpt, vocab, &word, notes)?;
+                let row = row_of(m, id)?;
+                if single {
+                    sum = row;
+                } else {
+                    // gensim's most_similar: unit-normalise each term, then average.
+                    let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    if norm > 0.0 {
+                        let w = f32::from(sign) / norm;
+                        sum.iter_mut().zip(&row).for_each(|(a, b)| *a += w * b);
+                    }
+                }
+                terms.push(Term {
+                    sign,
+                    text: word,
+                    ids: vec![id],
+                });
+            }
+            if !single {
+                let n = terms.len() as f32;
+                sum.iter_mut().for_each(|x| *x /= n);
+            }
+            Ok((terms, sum))
+        }
+    }
+}
+
+fn row_of(m: &Matrix, id: u32) -> Result<Vec<f32>> {
+    if id as usize >= m.rows() {
+        return Err(Error::BadInput(format!(
+            "id {id} is out of range: `{}` has {} rows (ids 0..={})",
+            m.name(),
+            m.rows(),
+            m.rows().saturating_sub(1)
+        )));
+    }
+    Ok(m.row(id as usize))
+}
+
+/// The row of one term: `#ID`, or a word resolved in the vocabulary.
+fn term_id(
+    ckpt: &Checkpoint,
+    vocab: Option<&Vocab>,
+    word: &str,
+    notes: &mut Vec<String>,
+) -> Result<u32> {
+    if let Some(num) = word
+        .strip_prefix('#')
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return num
+            .parse::<u32>()
+            .map_err(|_| Error::BadInput(format!("`{word}`: id is out of range")));
+    }
+    let v = need_vocab(ckpt, vocab, &format!("query `{word}`"))?;
+    if let Some((id, raw)) = v.resolve_word(word) {
+        if raw != word {
+            notes.push(format!("`{word}`: using entry `{raw}` (#{id})"));
+        }
+        return Ok(id);
+    }
+    // Not one entry: say what it is made of, when the tokenizer can tell.
+    if let Ok(ids) = v.encode(word, false)
+        && ids.len() > 1
+    {
+        let pieces: Vec<String> = ids
+            .iter()
+            .map(|&id| format!("`{}`", v.readable(id).unwrap_or_else(|| format!("#{id}"))))
+            .collect();
+        return Err(Error::BadInput(format!(
+            "`{word}` is not one vocabulary entry but {} tokens ({}); to average them use --text {word:?}",
+            ids.len(),
+            pieces.join(" ")
+        )));
+    }
+    Err(unknown_token(v, word))
+}
+
+/// The candidate mask for `--filter`, or `None` when every row is a candidate.
+fn build_mask(
+    ckpt: &Checkpoint,
+    m: &Matrix,
+    vocab: Option<&Vocab>,
+    filters: &[Filter],
+) -> Result<Option<Vec<bool>>> {
+    if filters.is_empty() {
+        return Ok(None);
+    }
+    let v = need_vocab(ckpt, vocab, "--filter")?;
+    let size = v.size();
+    let mask = (0..m.rows())
+        .map(|i| {
+            let id = i as u32;
+            filters.iter().all(|f| match f {
+                Filter::NoSpecial => !v.is_special(id),
+                Filter::NoPadding => i < size,
+                Filter::Letters => v
+                    .readable(id)
+                    .is_some_and(|t| t.chars().any(char::is_alphabetic)),
+            })
+        })
+        .collect();
+    Ok(Some(mask))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions() {
+        let ok = |s: &str| parse_expression(s).unwrap();
+        assert_eq!(ok("Paris"), [(1, "Paris".to_string())]);
+        assert_eq!(
+            ok("king - man + woman"),
+            [(1, "king".into()), (-1, "man".into()), (1, "woman".into())]
+        );
+        assert_eq!(ok("e-mail"), [(1, "e-mail".to_string())]);
+        assert_eq!(ok("C++"), [(1, "C++".to_string())]);
+        assert_eq!(ok("- man"), [(-1, "man".to_string())]);
+        for bad in ["", "   ", "king -", "king + + man"] {
+            assert!(parse_expression(bad).is_err(), "{bad:?}");
+        }
+    }
+}
