@@ -5,6 +5,7 @@
 mod common;
 mod info;
 mod lookup;
+mod neighbors;
 mod regenerate;
 mod size;
 mod tensors;
