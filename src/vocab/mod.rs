@@ -2,9 +2,9 @@
 //! entries, word lookup, encoding, and special tokens from every file.
 //!
 //! [`Vocab::load`] reads `tokenizer.json` cheaply (vocab and added tokens
-//! only, see [`parse`]); the full `tokenizers::Tokenizer` is built once, on
+//! only, see `parse.rs`); the full `tokenizers::Tokenizer` is built once, on
 //! the first [`Vocab::encode`]. Special-token declarations come from
-//! [`special`], human forms from [`readable`].
+//! `special.rs`, human forms from `readable.rs`.
 
 mod parse;
 mod readable;
