@@ -511,3 +511,33 @@ fn fixture_writers_are_deterministic() {
     assert_eq!(read(a.path()), read(b.path()));
     assert_eq!(tf::byte_level(" king\n"), "ĠkingĊ");
 }
+
+#[test]
+fn load_does_not_build_the_full_tokenizer() {
+    let dir = byte_level_dir();
+    let v = load(dir.path());
+    assert!(v.tokenizer.get().is_none());
+    v.encode("king", false).unwrap();
+    assert!(v.tokenizer.get().is_some());
+}
+
+#[test]
+fn vocab_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Vocab>();
+}
+
+#[test]
+fn broken_tokenizer_fails_on_encode_not_on_load() {
+    // Cheap read succeeds; the full tokenizer rejects a merge of unknown tokens.
+    let dir = tempfile::tempdir().unwrap();
+    tf::write_byte_level_bpe(dir.path(), &["a", "b"], &[("a", "x")], &[]).unwrap();
+    let v = load(dir.path());
+    assert_eq!(v.size(), 2);
+    let err = v.encode("ab", false).unwrap_err().to_string();
+    assert!(
+        err.contains("tokenizer.json") && err.contains("cannot build the tokenizer"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'));
+}
