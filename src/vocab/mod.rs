@@ -272,11 +272,21 @@ impl Vocab {
     }
 
     /// Encodes `text` with the full tokenizer, built from the file on the
-    /// first call and kept.
+    /// first call and kept. Padding and truncation set in the file are
+    /// turned off: the ids are those of the text (plus the template's
+    /// special tokens when `add_special_tokens`).
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
-        let built = self
-            .tokenizer
-            .get_or_init(|| Tokenizer::from_file(&self.file).map_err(|e| one_line(&e.to_string())));
+        let built = self.tokenizer.get_or_init(|| {
+            let mut tokenizer =
+                Tokenizer::from_file(&self.file).map_err(|e| one_line(&e.to_string()))?;
+            // A file may pad or truncate every encoding (sentence-transformers
+            // exports pad to 128); lookups want the text's own tokens only.
+            tokenizer.with_padding(None);
+            tokenizer
+                .with_truncation(None)
+                .map_err(|e| one_line(&e.to_string()))?;
+            Ok(tokenizer)
+        });
         let tokenizer = built
             .as_ref()
             .map_err(|e| Error::bad_file(&self.file, format!("cannot build the tokenizer: {e}")))?;

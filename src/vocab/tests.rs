@@ -541,3 +541,26 @@ fn broken_tokenizer_fails_on_encode_not_on_load() {
     );
     assert!(!err.contains('\n'));
 }
+
+#[test]
+fn encode_ignores_padding_and_truncation_in_the_file() {
+    let dir = wordpiece_dir();
+    let path = dir.path().join("tokenizer.json");
+    let mut json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    json["padding"] = json!({
+        "strategy": {"Fixed": 8}, "direction": "Right", "pad_to_multiple_of": null,
+        "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]",
+    });
+    json["truncation"] = json!({
+        "direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0,
+    });
+    write(dir.path(), "tokenizer.json", &json.to_string());
+    // The file is valid: the tokenizers crate pads as told.
+    let raw = tokenizers::Tokenizer::from_file(&path).unwrap();
+    assert_eq!(raw.encode("paris", true).unwrap().get_ids().len(), 8);
+    let v = load(dir.path());
+    assert_eq!(
+        v.encode("Paris playing the king", true).unwrap(),
+        [2, 5, 8, 7, 9, 6, 3]
+    );
+}
