@@ -511,3 +511,56 @@ fn fixture_writers_are_deterministic() {
     assert_eq!(read(a.path()), read(b.path()));
     assert_eq!(tf::byte_level(" king\n"), "ĠkingĊ");
 }
+
+#[test]
+fn load_does_not_build_the_full_tokenizer() {
+    let dir = byte_level_dir();
+    let v = load(dir.path());
+    assert!(v.tokenizer.get().is_none());
+    v.encode("king", false).unwrap();
+    assert!(v.tokenizer.get().is_some());
+}
+
+#[test]
+fn vocab_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Vocab>();
+}
+
+#[test]
+fn broken_tokenizer_fails_on_encode_not_on_load() {
+    // Cheap read succeeds; the full tokenizer rejects a merge of unknown tokens.
+    let dir = tempfile::tempdir().unwrap();
+    tf::write_byte_level_bpe(dir.path(), &["a", "b"], &[("a", "x")], &[]).unwrap();
+    let v = load(dir.path());
+    assert_eq!(v.size(), 2);
+    let err = v.encode("ab", false).unwrap_err().to_string();
+    assert!(
+        err.contains("tokenizer.json") && err.contains("cannot build the tokenizer"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'));
+}
+
+#[test]
+fn encode_ignores_padding_and_truncation_in_the_file() {
+    let dir = wordpiece_dir();
+    let path = dir.path().join("tokenizer.json");
+    let mut json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    json["padding"] = json!({
+        "strategy": {"Fixed": 8}, "direction": "Right", "pad_to_multiple_of": null,
+        "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]",
+    });
+    json["truncation"] = json!({
+        "direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0,
+    });
+    write(dir.path(), "tokenizer.json", &json.to_string());
+    // The file is valid: the tokenizers crate pads as told.
+    let raw = tokenizers::Tokenizer::from_file(&path).unwrap();
+    assert_eq!(raw.encode("paris", true).unwrap().get_ids().len(), 8);
+    let v = load(dir.path());
+    assert_eq!(
+        v.encode("Paris playing the king", true).unwrap(),
+        [2, 5, 8, 7, 9, 6, 3]
+    );
+}
