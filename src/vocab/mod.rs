@@ -1,7 +1,6 @@
 //! The tokenizer side of a checkpoint: id ↔ token tables, human forms of
 //! entries, word lookup, encoding, and special tokens from every file.
 //!
-//! [`Vocab::load`] reads `tokenizer.json` cheaply (vocab and added tokens
 //! Loading is cheap: `tokenizer.json`'s `model.vocab` and `added_tokens` are
 //! read with serde (merges skipped, see the private `parse` module); the full
 //! `tokenizers::Tokenizer` is built once, on the first [`Vocab::encode`].
