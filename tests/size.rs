@@ -75,3 +75,11 @@ fn what_if_bad_values() {
         "overflows",
     );
 }
+
+#[test]
+fn encoder_without_head_has_nothing_to_tie() {
+    let v = json(&["size", &fixture("bert")]);
+    assert_eq!(v["tie_status"], "no-head");
+    assert!(v["tying"].is_null());
+    assert_eq!(v["head_params"], 0);
+}

@@ -40,8 +40,9 @@ pub struct SizeReport {
     pub vocab_share: f64,
     /// Tie status of the files.
     pub tie_status: TieStatus,
-    /// What tying saves (untied models) or saved (tied models).
-    pub tying: Tying,
+    /// What tying saves (untied models) or saved (tied models); null for an
+    /// encoder with no head, where there is nothing to tie.
+    pub tying: Option<Tying>,
     /// Figures under the what-if flags, when any is given.
     pub what_if: Option<WhatIf>,
 }
@@ -125,21 +126,23 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeRepo
     let (head_params, head_bytes) = head.map_or((0, 0), |t| (t.params(), t.bytes()));
     let vocab_params = embedding_params + head_params;
     let tied = head.is_none();
-    let tying = if tied {
+    let tying = if roles.tie.status == TieStatus::NoHead {
+        None
+    } else if tied {
         let untied_total = total_bytes + embedding_bytes;
-        Tying {
+        Some(Tying {
             tied,
             params: embedding_params,
             bytes: embedding_bytes,
             share_of_bytes: ratio(embedding_bytes, untied_total),
-        }
+        })
     } else {
-        Tying {
+        Some(Tying {
             tied,
             params: head_params,
             bytes: head_bytes,
             share_of_bytes: ratio(head_bytes, total_bytes),
-        }
+        })
     };
 
     let what_if = if args.vocab.is_some()

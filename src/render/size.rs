@@ -72,25 +72,22 @@ impl Human for SizeReport {
                 percent(self.vocab_share)
             ),
         );
-        let t = &self.tying;
-        line(
-            "tying",
-            if t.tied {
-                format!(
-                    "saves {} params, {} ({} of the untied size)",
-                    count(t.params),
-                    bytes(t.bytes),
-                    percent(t.share_of_bytes)
-                )
+        if let Some(t) = &self.tying {
+            let (verb, of) = if t.tied {
+                ("saves", "the untied size")
             } else {
+                ("would save", "the file size")
+            };
+            line(
+                "tying",
                 format!(
-                    "would save {} params, {} ({} of the file size)",
+                    "{verb} {} params, {} ({} of {of})",
                     count(t.params),
                     bytes(t.bytes),
                     percent(t.share_of_bytes)
-                )
-            },
-        );
+                ),
+            );
+        }
         if let Some(w) = &self.what_if {
             let sign = |d: i128| if d >= 0 { "+" } else { "-" };
             let what = format!(
