@@ -69,7 +69,7 @@ pub fn top_k(
     progress: &Progress,
 ) -> Vec<Vec<Hit>> {
     top_k_with(
-        Kernel::best_for(m.dtype()),
+        Kernel::best_for(m.dtype(), queries.len()),
         m,
         queries,
         k,
