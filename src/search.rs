@@ -8,11 +8,13 @@
 //! Nothing the size of the matrix is ever allocated.
 //!
 //! The arithmetic picks the widest path the CPU has at run time (see
-//! [`kernels`]): AVX-512 BF16 dot products straight on the stored bytes of a
-//! BF16 matrix, AVX-512 or AVX2 on blocks converted to f32 otherwise, and a
-//! portable path everywhere else. All paths accumulate in f32 and agree to
+//! the `kernels` module): AMX tile products or AVX-512 BF16 dot products straight on
+//! the stored bytes of a BF16 matrix, AVX-512 or AVX2 on blocks converted to
+//! f32 otherwise, and a portable path everywhere else. All paths accumulate in f32 and agree to
 //! about 1e-5 of `|row| * |query|`.
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod amx;
 mod kernels;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -101,6 +101,13 @@ pub(super) fn block_bf16(
     assert_eq!(hi.len(), lo.len());
     assert_eq!(block.len() % 2, 0);
     let (rows, nq) = shapes(block.len() / 2, cols, hi.len(), norms.as_deref(), dots);
+    if nq == 0 {
+        if let Some(n) = norms {
+            // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
+            unsafe { walk_bf16::<8, 0, true>(block, cols, rows, hi, lo, 0, 0, n, dots) };
+        }
+        return;
+    }
     let mut q0 = 0;
     while q0 < nq {
         let qn = (nq - q0).min(4);
