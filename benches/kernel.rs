@@ -10,7 +10,8 @@
 //! kernel scan FILE TENSOR         zero / non-finite row count via `search::scan`
 //! ```
 //!
-//! `ROWS=N` restricts the matrix to its first N rows (to time the arithmetic
+//! `POPULATE=1` maps the file with `MAP_POPULATE` (page tables filled in
+//! one system call, outside the timed part). `ROWS=N` restricts the matrix to its first N rows (to time the arithmetic
 //! on data that stays in cache). Each prints one line per repetition (`REPS`, default 1): the operation,
 //! wall milliseconds, RssAnon in KiB. Repetitions after the first run with
 //! the file's pages already mapped into the process.
@@ -38,8 +39,12 @@ fn main() {
         ["gen", path] => generate(path),
         [op, path, tensor, ref rest @ ..] => {
             let file = File::open(path).expect("open");
+            let mut options = memmap2::MmapOptions::new();
+            if std::env::var_os("POPULATE").is_some() {
+                options.populate();
+            }
             // SAFETY: the benchmark file is not modified while mapped.
-            let map = unsafe { memmap2::Mmap::map(&file) }.expect("mmap");
+            let map = unsafe { options.map(&file) }.expect("mmap");
             let st = safetensors::SafeTensors::deserialize(&map).expect("safetensors");
             let view = st.tensor(tensor).expect("tensor");
             let dtype = Dtype::parse(&format!("{:?}", view.dtype())).expect("dtype");

@@ -7,11 +7,12 @@
 //! keeps a bounded top-k per query; the workers' lists are merged at the end.
 //! Nothing the size of the matrix is ever allocated.
 //!
-//! The arithmetic picks the widest path the CPU has at run time (see
-//! the `kernels` module): AMX tile products or AVX-512 BF16 dot products straight on
-//! the stored bytes of a BF16 matrix, AVX-512 or AVX2 on blocks converted to
-//! f32 otherwise, and a portable path everywhere else. All paths accumulate in f32 and agree to
-//! about 1e-5 of `|row| * |query|`.
+//! The arithmetic picks the widest path the CPU has at run time (see the
+//! `kernels` module): AMX tile products or AVX-512 BF16 dot products straight
+//! on the stored bytes of a BF16 matrix, AVX-512 or AVX2 on blocks converted
+//! to f32 otherwise, and a portable path everywhere else. All paths
+//! accumulate in f32 and agree to about 1e-5 of `|row| * |query|`; the BF16
+//! instructions treat subnormal BF16 values (below 1.2e-38) as zero.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
@@ -183,10 +184,15 @@ pub fn scan<S: Send>(
     state.unwrap_or_else(init)
 }
 
-/// Rows per block: about [`BLOCK_BYTES`], a multiple of 8 when possible.
+/// Rows per block: about [`BLOCK_BYTES`], a multiple of 32 (the AMX tile
+/// pair) or else of 8 (the AVX-512 row tile) when possible.
 fn block_rows(m: &Matrix) -> usize {
     let n = (BLOCK_BYTES / m.row_len_bytes().max(1)).max(1);
-    if n >= 8 { n / 8 * 8 } else { n }
+    match n {
+        32.. => n / 32 * 32,
+        8.. => n / 8 * 8,
+        _ => n,
+    }
 }
 
 /// The Euclidean norm of `v`, accumulated in f64.
