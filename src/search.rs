@@ -30,9 +30,8 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use kernels::Kernel;
 
-/// Raw bytes per block of rows: small enough that a block and the queries
-/// it meets stay in a core's L2 cache.
-const BLOCK_BYTES: usize = 256 * 1024;
+/// Raw bytes per block of rows for [`scan`].
+const SCAN_BLOCK_BYTES: usize = 256 * 1024;
 
 /// How a row is scored against a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +107,7 @@ fn top_k_with(
     let prepared = kernels::Queries::new(kernel, m.dtype(), queries);
     let cosine = metric == Metric::Cosine;
     let q_norms: Vec<f64> = queries.iter().map(|q| norm(q)).collect();
-    let block_rows = block_rows(m);
+    let block_rows = block_rows(m, prepared.block_bytes());
     let blocks = rows.div_ceil(block_rows);
 
     let best = (0..blocks)
@@ -164,7 +163,7 @@ pub fn scan<S: Send>(
     merge: impl Fn(S, S) -> S + Sync,
 ) -> S {
     let rows = m.rows();
-    let block_rows = block_rows(m);
+    let block_rows = block_rows(m, SCAN_BLOCK_BYTES);
     let state = (0..rows.div_ceil(block_rows))
         .into_par_iter()
         .fold(
@@ -184,10 +183,10 @@ pub fn scan<S: Send>(
     state.unwrap_or_else(init)
 }
 
-/// Rows per block: about [`BLOCK_BYTES`], a multiple of 32 (the AMX tile
-/// pair) or else of 8 (the AVX-512 row tile) when possible.
-fn block_rows(m: &Matrix) -> usize {
-    let n = (BLOCK_BYTES / m.row_len_bytes().max(1)).max(1);
+/// Rows per block of about `bytes`: a multiple of 32 (the AMX tile pair) or
+/// else of 8 (the AVX-512 row tile) when possible.
+fn block_rows(m: &Matrix, bytes: usize) -> usize {
+    let n = (bytes / m.row_len_bytes().max(1)).max(1);
     match n {
         32.. => n / 32 * 32,
         8.. => n / 8 * 8,

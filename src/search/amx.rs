@@ -1,8 +1,8 @@
 //! The AMX path (Linux, x86-64): BF16 tile products of 32 stored rows × 32
 //! queries at a time, about ten times the multiply rate of AVX-512.
 //!
-//! A tiles are the mapped rows themselves (16 rows × 32 columns, row stride
-//! = the row's bytes); B tiles are the queries' `hi` and `lo` BF16 halves,
+//! A tiles are the stored rows, copied per block into tile order (16 rows ×
+//! 32 columns, 1 KiB each); B tiles are the queries' `hi` and `lo` BF16 halves,
 //! packed once per search in the pair-interleaved layout `TDPBF16PS` reads;
 //! four C tiles hold 32 × 32 f32 sums. Each sum sees, for every 32-column
 //! step in order, the `hi` then the `lo` product, wherever its row falls.
@@ -119,7 +119,6 @@ impl Config {
 /// rows of `cols` values) with every query, into `dots[row * nq + q]`.
 /// Returns how many rows were done; the caller handles the rest.
 pub(super) fn block(block: &[u8], cols: usize, queries: &Packed, dots: &mut [f32]) -> usize {
-    assert!(available());
     let row_bytes = cols * 2;
     assert!(cols.is_multiple_of(STEP) && queries.steps == cols / STEP);
     assert!(block.len().is_multiple_of(row_bytes));
@@ -127,93 +126,162 @@ pub(super) fn block(block: &[u8], cols: usize, queries: &Packed, dots: &mut [f32
     let nq = queries.nq;
     assert_eq!(dots.len(), rows * nq, "dots length");
     let full = rows / (2 * TILE) * (2 * TILE);
+    let steps = queries.steps;
+    PACKED_ROWS.with_borrow_mut(|packed| {
+        pack_rows(&block[..full * row_bytes], row_bytes, packed);
+        multiply(packed, full, steps, queries, dots);
+    });
+    full
+}
+
+thread_local! {
+    /// Each worker's buffer for rows packed as A tiles.
+    static PACKED_ROWS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Copies whole groups of 16 rows into A-tile order: for each group and
+/// 32-column step, the 16 rows' 64 bytes back to back. Loading a tile from
+/// the rows in place would read 16 lines one row apart, which for rows of
+/// a power-of-two size all fall in one L1 set.
+fn pack_rows(rows: &[u8], row_bytes: usize, packed: &mut Vec<u8>) {
+    packed.resize(rows.len(), 0);
+    let mut out = packed.chunks_exact_mut(64);
+    for group in rows.chunks_exact(TILE * row_bytes) {
+        for s in 0..row_bytes / 64 {
+            for row in group.chunks_exact(row_bytes) {
+                let dst = out.next().expect("same length");
+                dst.copy_from_slice(&row[64 * s..64 * s + 64]);
+            }
+        }
+    }
+}
+
+/// Column steps per chunk: the chunk's B tiles for a pair of query groups
+/// (4 KiB per step) stay in L1 while every row pair of the block uses them.
+const CHUNK_STEPS: usize = 8;
+
+/// The tile products of `rows` packed rows (a multiple of 32) with every
+/// query group pair, into `dots`. Sums are kept in `C` tiles within a chunk
+/// of columns and in memory between chunks (exact f32 stores), so each sum
+/// still sees every step's `hi` then `lo` product in order.
+fn multiply(packed: &[u8], rows: usize, steps: usize, queries: &Packed, dots: &mut [f32]) {
+    assert!(available());
+    let nq = queries.nq;
+    let tile_bytes = TILE * 64;
+    assert!(packed.len() == rows * steps * 64 && dots.len() >= rows * nq);
+    assert!(rows.is_multiple_of(2 * TILE));
+    let pairs = rows / (2 * TILE);
+    // Four C tiles per (row pair, group pair).
+    let mut sums = vec![[0f32; TILE * TILE]; pairs * queries.groups * 2];
     let config = Config::new();
-    let mut c = [[0f32; TILE * TILE]; 4];
     // SAFETY: AMX is available and enabled for this process (checked above);
     // the configuration is a valid palette-1 layout.
     unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
-    for r0 in (0..full).step_by(2 * TILE) {
-        for g in (0..queries.groups).step_by(2) {
-            // SAFETY: AMX is configured (above); tilezero touches no memory.
-            unsafe {
-                asm!(
-                    "tilezero tmm0",
-                    "tilezero tmm1",
-                    "tilezero tmm2",
-                    "tilezero tmm3",
-                    options(nostack, nomem)
-                )
-            };
-            for s in 0..queries.steps {
-                let a0 = &block[r0 * row_bytes + 64 * s..];
-                let a1 = &block[(r0 + TILE) * row_bytes + 64 * s..];
-                // The last of 16 rows read by each A load ends inside the
-                // block: rows r0 + 31 < full <= rows, columns 32 s + 31 < cols.
-                debug_assert!(a1.len() >= (TILE - 1) * row_bytes + 64);
-                let (h0, h1) = (queries.tile(0, g, s), queries.tile(0, g + 1, s));
-                let (l0, l1) = (queries.tile(1, g, s), queries.tile(1, g + 1, s));
-                // SAFETY: each tileloadd reads 16 rows of 64 bytes at the given
-                // stride: A rows r0..r0 + 32, columns 32 s..32 s + 32 lie in
-                // `block` (full <= rows, 32 s + 32 <= cols); each B tile is a
-                // 1024-byte slice (stride 64). tdpbf16ps works on registers.
+    for g in (0..queries.groups).step_by(2) {
+        for k0 in (0..steps).step_by(CHUNK_STEPS) {
+            for p in 0..pairs {
+                let c = &mut sums[(p * queries.groups + g) * 2..][..4];
+                if k0 == 0 {
+                    // SAFETY: AMX is configured (above); tilezero touches no memory.
+                    unsafe {
+                        asm!(
+                            "tilezero tmm0",
+                            "tilezero tmm1",
+                            "tilezero tmm2",
+                            "tilezero tmm3",
+                            options(nostack, nomem)
+                        )
+                    };
+                } else {
+                    // SAFETY: each tileloadd reads 16 rows of 64 bytes at
+                    // stride 64, exactly one `[f32; 256]`.
+                    unsafe {
+                        asm!(
+                            "tileloadd tmm0, [{c0} + {b}*1]",
+                            "tileloadd tmm1, [{c1} + {b}*1]",
+                            "tileloadd tmm2, [{c2} + {b}*1]",
+                            "tileloadd tmm3, [{c3} + {b}*1]",
+                            c0 = in(reg) c[0].as_ptr(),
+                            c1 = in(reg) c[1].as_ptr(),
+                            c2 = in(reg) c[2].as_ptr(),
+                            c3 = in(reg) c[3].as_ptr(),
+                            b = in(reg) 64usize,
+                            options(nostack, readonly),
+                        )
+                    };
+                }
+                for s in k0..(k0 + CHUNK_STEPS).min(steps) {
+                    let group = 2 * p;
+                    let a0 = &packed[(group * steps + s) * tile_bytes..][..tile_bytes];
+                    let a1 = &packed[((group + 1) * steps + s) * tile_bytes..][..tile_bytes];
+                    let (h0, h1) = (queries.tile(0, g, s), queries.tile(0, g + 1, s));
+                    let (l0, l1) = (queries.tile(1, g, s), queries.tile(1, g + 1, s));
+                    // SAFETY: each tileloadd reads 16 rows of 64 bytes at
+                    // stride 64, exactly one of the 1024-byte slices above (A
+                    // tiles of 1024 bytes, B tiles of 512 u16). tdpbf16ps
+                    // works on registers.
+                    unsafe {
+                        asm!(
+                            "tileloadd tmm4, [{a0} + {b}*1]",
+                            "tileloadd tmm5, [{a1} + {b}*1]",
+                            "tileloadd tmm6, [{h0} + {b}*1]",
+                            "tileloadd tmm7, [{h1} + {b}*1]",
+                            "tdpbf16ps tmm0, tmm4, tmm6",
+                            "tdpbf16ps tmm1, tmm4, tmm7",
+                            "tdpbf16ps tmm2, tmm5, tmm6",
+                            "tdpbf16ps tmm3, tmm5, tmm7",
+                            "tileloadd tmm6, [{l0} + {b}*1]",
+                            "tileloadd tmm7, [{l1} + {b}*1]",
+                            "tdpbf16ps tmm0, tmm4, tmm6",
+                            "tdpbf16ps tmm1, tmm4, tmm7",
+                            "tdpbf16ps tmm2, tmm5, tmm6",
+                            "tdpbf16ps tmm3, tmm5, tmm7",
+                            a0 = in(reg) a0.as_ptr(),
+                            a1 = in(reg) a1.as_ptr(),
+                            h0 = in(reg) h0.as_ptr(),
+                            h1 = in(reg) h1.as_ptr(),
+                            l0 = in(reg) l0.as_ptr(),
+                            l1 = in(reg) l1.as_ptr(),
+                            b = in(reg) 64usize,
+                            options(nostack, readonly),
+                        )
+                    };
+                }
+                // SAFETY: each tilestored writes 16 rows of 64 bytes at stride
+                // 64, exactly one `[f32; 256]`.
                 unsafe {
                     asm!(
-                        "tileloadd tmm4, [{a0} + {rb}*1]",
-                        "tileloadd tmm5, [{a1} + {rb}*1]",
-                        "tileloadd tmm6, [{h0} + {b}*1]",
-                        "tileloadd tmm7, [{h1} + {b}*1]",
-                        "tdpbf16ps tmm0, tmm4, tmm6",
-                        "tdpbf16ps tmm1, tmm4, tmm7",
-                        "tdpbf16ps tmm2, tmm5, tmm6",
-                        "tdpbf16ps tmm3, tmm5, tmm7",
-                        "tileloadd tmm6, [{l0} + {b}*1]",
-                        "tileloadd tmm7, [{l1} + {b}*1]",
-                        "tdpbf16ps tmm0, tmm4, tmm6",
-                        "tdpbf16ps tmm1, tmm4, tmm7",
-                        "tdpbf16ps tmm2, tmm5, tmm6",
-                        "tdpbf16ps tmm3, tmm5, tmm7",
-                        a0 = in(reg) a0.as_ptr(),
-                        a1 = in(reg) a1.as_ptr(),
-                        rb = in(reg) row_bytes,
-                        h0 = in(reg) h0.as_ptr(),
-                        h1 = in(reg) h1.as_ptr(),
-                        l0 = in(reg) l0.as_ptr(),
-                        l1 = in(reg) l1.as_ptr(),
+                        "tilestored [{c0} + {b}*1], tmm0",
+                        "tilestored [{c1} + {b}*1], tmm1",
+                        "tilestored [{c2} + {b}*1], tmm2",
+                        "tilestored [{c3} + {b}*1], tmm3",
+                        c0 = in(reg) c[0].as_mut_ptr(),
+                        c1 = in(reg) c[1].as_mut_ptr(),
+                        c2 = in(reg) c[2].as_mut_ptr(),
+                        c3 = in(reg) c[3].as_mut_ptr(),
                         b = in(reg) 64usize,
-                        options(nostack, readonly),
+                        options(nostack),
                     )
                 };
             }
-            // SAFETY: each tilestored writes 16 rows of 64 bytes at stride 64,
-            // exactly one `[f32; 256]`.
-            unsafe {
-                asm!(
-                    "tilestored [{c0} + {b}*1], tmm0",
-                    "tilestored [{c1} + {b}*1], tmm1",
-                    "tilestored [{c2} + {b}*1], tmm2",
-                    "tilestored [{c3} + {b}*1], tmm3",
-                    c0 = in(reg) c[0].as_mut_ptr(),
-                    c1 = in(reg) c[1].as_mut_ptr(),
-                    c2 = in(reg) c[2].as_mut_ptr(),
-                    c3 = in(reg) c[3].as_mut_ptr(),
-                    b = in(reg) 64usize,
-                    options(nostack),
-                )
-            };
+        }
+    }
+    // SAFETY: releases the tile state configured above.
+    unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    for p in 0..pairs {
+        for g in (0..queries.groups).step_by(2) {
+            let c = &sums[(p * queries.groups + g) * 2..][..4];
             for (t, tile) in c.iter().enumerate() {
-                let (row0, q0) = (r0 + TILE * (t / 2), (g + t % 2) * TILE);
+                let (row0, q0) = (2 * TILE * p + TILE * (t / 2), (g + t % 2) * TILE);
+                let lanes = nq.saturating_sub(q0).min(TILE);
+                if lanes == 0 {
+                    continue;
+                }
                 for (i, sums) in tile.chunks_exact(TILE).enumerate() {
-                    let lanes = nq.saturating_sub(q0).min(TILE);
-                    if lanes == 0 {
-                        break;
-                    }
                     let at = (row0 + i) * nq + q0;
                     dots[at..at + lanes].copy_from_slice(&sums[..lanes]);
                 }
             }
         }
     }
-    // SAFETY: releases the tile state configured above.
-    unsafe { asm!("tilerelease", options(nostack, nomem)) };
-    full
 }

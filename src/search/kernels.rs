@@ -208,6 +208,17 @@ impl Queries {
         }
     }
 
+    /// Raw bytes per block of rows: 1 MiB for AMX, whose column chunks
+    /// serve every row pair of a block, 256 KiB otherwise, so that a block
+    /// and the queries it meets stay in a core's L2 cache.
+    pub(super) fn block_bytes(&self) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if self.tiles.is_some() {
+            return 1 << 20;
+        }
+        256 * 1024
+    }
+
     /// Fills `dots[i * nq + q]` with query `q` · row `rows.start + i`, and
     /// `norms[i]` (when given) with the row's squared norm. `scratch` is a
     /// reusable buffer for the f32 kernels.
