@@ -35,11 +35,11 @@ pub(super) enum Kernel {
 
 impl Kernel {
     /// The fastest kernel this CPU runs for `nq` queries on a matrix of
-    /// `dtype`. For BF16: AMX from [`AMX_MIN_QUERIES`] on (it always
-    /// computes 32 queries at once); else BF16 dot products (two per query:
-    /// hi and lo) while the pass is memory-bound, and from
-    /// [`BF16_MAX_QUERIES`] on f32 FMA on converted blocks, which does more
-    /// work per cycle on the machines measured. Other dtypes: the widest
+    /// `dtype`. For BF16, below [`MANY_QUERIES`]: BF16 dot products (two
+    /// per query, hi and lo; the pass is memory-bound); from there on, AMX
+    /// (which always computes 32 queries at once), or else f32 FMA on
+    /// converted blocks, which does more work per cycle than the BF16 dot
+    /// products on the machines measured. Other dtypes: the widest
     /// f32 path.
     ///
     /// The environment variable `EMBSCOPE_KERNEL` (`portable`, `avx2`,
@@ -56,10 +56,10 @@ impl Kernel {
         {
             let has = |k| available.contains(&k);
             #[cfg(target_os = "linux")]
-            if has(Kernel::Amx) && nq >= AMX_MIN_QUERIES {
+            if has(Kernel::Amx) && nq >= MANY_QUERIES {
                 return Kernel::Amx;
             }
-            if has(Kernel::Avx512Bf16) && nq < BF16_MAX_QUERIES {
+            if has(Kernel::Avx512Bf16) && nq < MANY_QUERIES {
                 return Kernel::Avx512Bf16;
             }
             for k in [Kernel::Avx512, Kernel::Avx2] {
@@ -141,17 +141,12 @@ pub(super) struct Queries {
     nq: usize,
 }
 
-/// From this many queries on, a BF16 matrix goes through AMX tiles when the
-/// CPU has them (measured on a 128256 × 4096 matrix, busy machine: 4 queries
-/// 170 ms AMX vs 156 ms BF16, 16 queries 245 ms vs 620 ms).
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-const AMX_MIN_QUERIES: usize = 8;
-
-/// From this many queries on, a BF16 matrix without AMX goes through the f32 panels
-/// (measured on a 128256 × 4096 matrix: 8 queries 215 ms BF16 vs 300 ms
-/// f32, 16 queries 400 ms vs 310 ms).
+/// From this many queries on, a BF16 matrix leaves the BF16 dot products
+/// for AMX tiles, or without AMX for the f32 panels. Measured on a
+/// 128256 × 4096 matrix on a busy 2-core machine (medians, ms): 8 queries
+/// BF16 215, AMX 245, f32 300; 16 queries BF16 400-620, AMX 205-245, f32 310.
 #[cfg(target_arch = "x86_64")]
-const BF16_MAX_QUERIES: usize = 12;
+const MANY_QUERIES: usize = 12;
 
 /// From this many queries on, the AVX-512 path multiplies 16 queries per
 /// vector instead of summing each dot product across a vector.
