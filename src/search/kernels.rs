@@ -128,7 +128,7 @@ pub(super) struct Queries {
     kernel: Kernel,
     /// All queries back to back, `nq * cols` values (f32 kernels).
     f32: Vec<f32>,
-    /// `bf16(q)` for each value (the BF16 kernel).
+    /// `bf16(q)` for each value (the BF16 and AMX kernels).
     hi: Vec<u16>,
     /// `bf16(q - hi)`: `hi + lo` carries about 16 significant bits of `q`.
     lo: Vec<u16>,
@@ -236,15 +236,9 @@ impl Queries {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(tiles) = &self.tiles {
             let bytes = m.block_bytes(rows);
-            // The norm pass reads the block in order, so the tile loads (16
-            // rows at a stride) find it in cache; without cosine it runs
-            // for that alone.
-            let mut own = Vec::new();
-            let norms = norms.unwrap_or_else(|| {
-                own.resize(bytes.len() / (2 * cols), 0.0);
-                &mut own
-            });
-            super::x86::block_bf16(bytes, cols, &[], &[], Some(norms), &mut []);
+            if norms.is_some() {
+                super::x86::block_bf16(bytes, cols, &[], &[], norms, &mut []);
+            }
             let done = super::amx::block(bytes, cols, tiles, dots);
             let (rest, rest_dots) = (&bytes[done * cols * 2..], &mut dots[done * self.nq..]);
             return super::x86::block_bf16(rest, cols, &self.hi, &self.lo, None, rest_dots);

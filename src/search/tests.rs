@@ -255,3 +255,15 @@ fn scan_sees_every_row_once_in_order() {
         7
     );
 }
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn amx_takes_matrices_whose_columns_fit_its_tiles() {
+    if !super::amx::available() {
+        return;
+    }
+    let fits = kernels::Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 64]]);
+    assert_eq!(fits.block_bytes(), 1 << 20);
+    let odd = kernels::Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 48]]);
+    assert_eq!(odd.block_bytes(), 256 * 1024);
+}
