@@ -8,8 +8,6 @@
 
 use std::ops::Range;
 
-use half::bf16;
-
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
@@ -129,8 +127,10 @@ pub(super) struct Queries {
     /// All queries back to back, `nq * cols` values (f32 kernels).
     f32: Vec<f32>,
     /// `bf16(q)` for each value (the BF16 and AMX kernels).
+    #[cfg(target_arch = "x86_64")]
     hi: Vec<u16>,
     /// `bf16(q - hi)`: `hi + lo` carries about 16 significant bits of `q`.
+    #[cfg(target_arch = "x86_64")]
     lo: Vec<u16>,
     /// The queries transposed for the many-query AVX-512 kernel.
     #[cfg(target_arch = "x86_64")]
@@ -138,6 +138,8 @@ pub(super) struct Queries {
     /// The queries packed as AMX tiles.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     tiles: Option<super::amx::Packed>,
+    /// The number of queries.
+    #[cfg(target_arch = "x86_64")]
     nq: usize,
 }
 
@@ -157,49 +159,52 @@ impl Queries {
     /// Lays `queries` out for `kernel` on a matrix of `dtype`.
     pub(super) fn new(kernel: Kernel, dtype: Dtype, queries: &[Vec<f32>]) -> Self {
         let flat: Vec<f32> = queries.iter().flatten().copied().collect();
-        let cols = queries.first().map_or(0, Vec::len);
-        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        let kernel = match kernel {
-            Kernel::Amx if cols == 0 || !cols.is_multiple_of(super::amx::STEP) => {
-                Kernel::Avx512Bf16
-            }
-            k => k,
-        };
         #[cfg(target_arch = "x86_64")]
-        if kernel == Kernel::Avx512Bf16 || kernel.is_amx() {
-            assert_eq!(dtype, Dtype::BF16, "the BF16 kernels read BF16 bytes");
-            let hi: Vec<bf16> = flat.iter().map(|&x| bf16::from_f32(x)).collect();
-            let lo: Vec<u16> = flat
+        {
+            let nq = queries.len();
+            let cols = queries.first().map_or(0, Vec::len);
+            #[cfg(target_os = "linux")]
+            let kernel = match kernel {
+                Kernel::Amx if cols == 0 || !cols.is_multiple_of(super::amx::STEP) => {
+                    Kernel::Avx512Bf16
+                }
+                k => k,
+            };
+            let bf16_bytes = kernel == Kernel::Avx512Bf16 || kernel.is_amx();
+            assert!(
+                !bf16_bytes || dtype == Dtype::BF16,
+                "the BF16 kernels read BF16 bytes"
+            );
+            let to_bits = |x: f32| half::bf16::from_f32(x).to_bits();
+            let hi: Vec<u16> = if bf16_bytes {
+                flat.iter().map(|&x| to_bits(x)).collect()
+            } else {
+                Vec::new()
+            };
+            let lo: Vec<u16> = hi
                 .iter()
-                .zip(&hi)
-                .map(|(&x, h)| bf16::from_f32(x - h.to_f32()).to_bits())
+                .zip(&flat)
+                .map(|(&h, &x)| to_bits(x - half::bf16::from_bits(h).to_f32()))
                 .collect();
-            let hi: Vec<u16> = hi.into_iter().map(bf16::to_bits).collect();
-            return Queries {
+            let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES && cols > 0)
+                .then(|| super::x86::Transposed::new(&flat, cols));
+            Queries {
                 kernel,
-                f32: Vec::new(),
                 #[cfg(target_os = "linux")]
                 tiles: kernel
                     .is_amx()
                     .then(|| super::amx::Packed::new(&hi, &lo, cols)),
+                f32: if bf16_bytes { Vec::new() } else { flat },
                 hi,
                 lo,
-                panels: None,
-                nq: queries.len(),
-            };
+                panels,
+                nq,
+            }
         }
-        let _ = dtype;
-        Queries {
-            kernel,
-            #[cfg(target_arch = "x86_64")]
-            panels: (kernel == Kernel::Avx512 && queries.len() >= PANEL_QUERIES && cols > 0)
-                .then(|| super::x86::Transposed::new(&flat, cols)),
-            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-            tiles: None,
-            f32: flat,
-            hi: Vec::new(),
-            lo: Vec::new(),
-            nq: queries.len(),
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = dtype;
+            Queries { kernel, f32: flat }
         }
     }
 
