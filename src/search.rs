@@ -36,7 +36,9 @@ const SCAN_BLOCK_BYTES: usize = 256 * 1024;
 /// How a row is scored against a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
-    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros.
+    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros. Like
+    /// every score it is accurate to about 1e-5, so a row against itself
+    /// may score a hair above 1.
     Cosine,
     /// The plain dot product.
     Dot,

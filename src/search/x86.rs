@@ -5,7 +5,10 @@
 //! keeps `R * Q` (plus `R` norm) accumulators in registers while it walks the
 //! columns, so every loaded vector feeds several independent FMAs. Every
 //! accumulator sees the same sequence of operations whatever the tile shape,
-//! so a row's score does not depend on where it falls in a block.
+//! so a row's score does not depend on where it falls in a block. From 8
+//! queries on, the f32 path switches to panels: 16 queries per vector lane
+//! and each row value broadcast, a small matrix product with no horizontal
+//! sums, walked in 128-column slices that stay in L1.
 //!
 //! The public-in-crate functions are safe: each checks the CPU features it
 //! needs before entering `#[target_feature]` code.
