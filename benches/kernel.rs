@@ -118,8 +118,11 @@ fn scan(m: &Matrix) -> String {
         || (0usize, 0usize),
         |s, _, block, _| {
             for row in block.chunks_exact(cols) {
-                s.0 += row.iter().all(|&x| x == 0.0) as usize;
-                s.1 += row.iter().any(|x| !x.is_finite()) as usize;
+                let (zero, bad) = row.iter().fold((true, false), |(z, b), &x| {
+                    (z & (x == 0.0), b | !x.is_finite())
+                });
+                s.0 += usize::from(zero);
+                s.1 += usize::from(bad);
             }
         },
         |a, b| (a.0 + b.0, a.1 + b.1),
