@@ -5,16 +5,17 @@
 //!
 //! ```text
 //! kernel gen FILE                 write a 128256 × 4096 BF16 tensor `embed` to FILE
-//! kernel read FILE TENSOR         sum the tensor's bytes on all cores
+//! kernel read FILE TENSOR         sum the tensor's bytes (as u64 words) on all cores
 //! kernel topk FILE TENSOR NQ      top-10 cosine for NQ queries (rows 0..NQ)
 //! kernel scan FILE TENSOR         zero / non-finite row count via `search::scan`
 //! ```
 //!
-//! `POPULATE=1` maps the file with `MAP_POPULATE` (page tables filled in
-//! one system call, outside the timed part). `ROWS=N` restricts the matrix to its first N rows (to time the arithmetic
-//! on data that stays in cache). Each prints one line per repetition (`REPS`, default 1): the operation,
-//! wall milliseconds, RssAnon in KiB. Repetitions after the first run with
-//! the file's pages already mapped into the process.
+//! Environment: `REPS=N` repeats the operation in the process (one line
+//! each: operation, wall milliseconds, RssAnon in KiB; repetitions after the
+//! first find the pages already mapped). `ROWS=N` keeps the first N rows, to
+//! time the arithmetic on data that stays in cache. `POPULATE=1` maps with
+//! `MAP_POPULATE` (page tables filled before the timed part).
+//! `EMBSCOPE_KERNEL=amx|avx512bf16|avx512|avx2|portable` forces a kernel.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
