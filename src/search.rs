@@ -7,12 +7,15 @@
 //! keeps a bounded top-k per query; the workers' lists are merged at the end.
 //! Nothing the size of the matrix is ever allocated.
 //!
-//! The arithmetic picks the widest path the CPU has at run time (see
-//! `kernels`): AVX-512 BF16 dot products straight on the stored bytes of a
-//! BF16 matrix, AVX-512 or AVX2 on blocks converted to f32 otherwise, and a
-//! portable path everywhere else. All paths accumulate in f32 and agree to
-//! about 1e-5 of `|row| * |query|`.
+//! The arithmetic picks the widest path the CPU has at run time (see the
+//! `kernels` module): AMX tile products or AVX-512 BF16 dot products straight
+//! on the stored bytes of a BF16 matrix, AVX-512 or AVX2 on blocks converted
+//! to f32 otherwise, and a portable path everywhere else. All paths
+//! accumulate in f32 and agree to about 1e-5 of `|row| * |query|`; the BF16
+//! instructions treat subnormal BF16 values (below 1.2e-38) as zero.
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod amx;
 mod kernels;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -27,14 +30,15 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use kernels::Kernel;
 
-/// Raw bytes per block of rows: small enough that a block and the queries
-/// it meets stay in a core's L2 cache.
-const BLOCK_BYTES: usize = 256 * 1024;
+/// Raw bytes per block of rows for [`scan`].
+const SCAN_BLOCK_BYTES: usize = 256 * 1024;
 
 /// How a row is scored against a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
-    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros.
+    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros. Like
+    /// every score it is accurate to about 1e-5, so a row against itself
+    /// may score a hair above 1.
     Cosine,
     /// The plain dot product.
     Dot,
@@ -69,7 +73,7 @@ pub fn top_k(
     progress: &Progress,
 ) -> Vec<Vec<Hit>> {
     top_k_with(
-        Kernel::best_for(m.dtype()),
+        Kernel::best_for(m.dtype(), queries.len()),
         m,
         queries,
         k,
@@ -105,7 +109,7 @@ fn top_k_with(
     let prepared = kernels::Queries::new(kernel, m.dtype(), queries);
     let cosine = metric == Metric::Cosine;
     let q_norms: Vec<f64> = queries.iter().map(|q| norm(q)).collect();
-    let block_rows = block_rows(m);
+    let block_rows = block_rows(m, prepared.block_bytes());
     let blocks = rows.div_ceil(block_rows);
 
     let best = (0..blocks)
@@ -161,7 +165,7 @@ pub fn scan<S: Send>(
     merge: impl Fn(S, S) -> S + Sync,
 ) -> S {
     let rows = m.rows();
-    let block_rows = block_rows(m);
+    let block_rows = block_rows(m, SCAN_BLOCK_BYTES);
     let state = (0..rows.div_ceil(block_rows))
         .into_par_iter()
         .fold(
@@ -181,10 +185,15 @@ pub fn scan<S: Send>(
     state.unwrap_or_else(init)
 }
 
-/// Rows per block: about [`BLOCK_BYTES`], a multiple of 8 when possible.
-fn block_rows(m: &Matrix) -> usize {
-    let n = (BLOCK_BYTES / m.row_len_bytes().max(1)).max(1);
-    if n >= 8 { n / 8 * 8 } else { n }
+/// Rows per block of about `bytes`: a multiple of 32 (the AMX tile pair) or
+/// else of 8 (the AVX-512 row tile) when possible.
+fn block_rows(m: &Matrix, bytes: usize) -> usize {
+    let n = (bytes / m.row_len_bytes().max(1)).max(1);
+    match n {
+        32.. => n / 32 * 32,
+        8.. => n / 8 * 8,
+        _ => n,
+    }
 }
 
 /// The Euclidean norm of `v`, accumulated in f64.

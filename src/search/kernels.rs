@@ -8,8 +8,6 @@
 
 use std::ops::Range;
 
-use half::bf16;
-
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
@@ -27,12 +25,74 @@ pub(super) enum Kernel {
     /// AVX-512 BF16 dot products on the stored bytes (BF16 matrices only).
     #[cfg(target_arch = "x86_64")]
     Avx512Bf16,
+    /// AMX BF16 tile products on the stored bytes (BF16 matrices whose
+    /// columns are a multiple of 32; other rows and norms use AVX-512 BF16).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    Amx,
 }
 
 impl Kernel {
-    /// The fastest kernel this CPU runs for a matrix of `dtype`.
-    pub(super) fn best_for(dtype: Dtype) -> Kernel {
-        Kernel::available(dtype).pop().unwrap_or(Kernel::Portable)
+    /// The fastest kernel this CPU runs for `nq` queries on a matrix of
+    /// `dtype`. For BF16, below [`MANY_QUERIES`]: BF16 dot products (two
+    /// per query, hi and lo; the pass is memory-bound); from there on, AMX
+    /// (which always computes 32 queries at once), or else f32 FMA on
+    /// converted blocks, which does more work per cycle than the BF16 dot
+    /// products on the machines measured. Other dtypes: the widest
+    /// f32 path.
+    ///
+    /// The environment variable `EMBSCOPE_KERNEL` (`portable`, `avx2`,
+    /// `avx512`, `avx512bf16`, `amx`) forces a kernel when the CPU has it,
+    /// for benchmarks and to rule out a kernel when chasing a bug.
+    pub(super) fn best_for(dtype: Dtype, nq: usize) -> Kernel {
+        let available = Kernel::available(dtype);
+        if let Ok(name) = std::env::var("EMBSCOPE_KERNEL")
+            && let Some(k) = available.iter().find(|k| k.name() == name)
+        {
+            return *k;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let has = |k| available.contains(&k);
+            #[cfg(target_os = "linux")]
+            if has(Kernel::Amx) && nq >= MANY_QUERIES {
+                return Kernel::Amx;
+            }
+            if has(Kernel::Avx512Bf16) && nq < MANY_QUERIES {
+                return Kernel::Avx512Bf16;
+            }
+            for k in [Kernel::Avx512, Kernel::Avx2] {
+                if has(k) {
+                    return k;
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (nq, available);
+        Kernel::Portable
+    }
+
+    /// The kernel's name, as `EMBSCOPE_KERNEL` spells it.
+    fn name(self) -> &'static str {
+        match self {
+            Kernel::Portable => "portable",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => "avx2",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => "avx512",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Bf16 => "avx512bf16",
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            Kernel::Amx => "amx",
+        }
+    }
+
+    /// True for the AMX kernel.
+    #[cfg(target_arch = "x86_64")]
+    fn is_amx(self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self == Kernel::Amx;
+        #[cfg(not(target_os = "linux"))]
+        false
     }
 
     /// Every kernel this CPU runs for `dtype`, slowest first.
@@ -50,6 +110,10 @@ impl Kernel {
             if dtype == Dtype::BF16 && super::x86::has_avx512bf16() {
                 all.push(Kernel::Avx512Bf16);
             }
+            #[cfg(target_os = "linux")]
+            if dtype == Dtype::BF16 && super::amx::available() {
+                all.push(Kernel::Amx);
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = dtype;
@@ -62,39 +126,97 @@ pub(super) struct Queries {
     kernel: Kernel,
     /// All queries back to back, `nq * cols` values (f32 kernels).
     f32: Vec<f32>,
-    /// `bf16(q)` for each value (the BF16 kernel).
+    /// `bf16(q)` for each value (the BF16 and AMX kernels).
+    #[cfg(target_arch = "x86_64")]
     hi: Vec<u16>,
     /// `bf16(q - hi)`: `hi + lo` carries about 16 significant bits of `q`.
+    #[cfg(target_arch = "x86_64")]
     lo: Vec<u16>,
+    /// The queries transposed for the many-query AVX-512 kernel.
+    #[cfg(target_arch = "x86_64")]
+    panels: Option<super::x86::Transposed>,
+    /// The queries packed as AMX tiles.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    tiles: Option<super::amx::Packed>,
+    /// The number of queries.
+    #[cfg(target_arch = "x86_64")]
+    nq: usize,
 }
+
+/// From this many queries on, a BF16 matrix leaves the BF16 dot products
+/// for AMX tiles, or without AMX for the f32 panels. Measured on a
+/// 128256 × 4096 matrix on a busy 2-core machine (medians, ms): 8 queries
+/// BF16 215, AMX 245, f32 300; 16 queries BF16 400-620, AMX 205-245, f32 310.
+#[cfg(target_arch = "x86_64")]
+const MANY_QUERIES: usize = 12;
+
+/// From this many queries on, the AVX-512 path multiplies 16 queries per
+/// vector instead of summing each dot product across a vector.
+#[cfg(target_arch = "x86_64")]
+const PANEL_QUERIES: usize = 8;
 
 impl Queries {
     /// Lays `queries` out for `kernel` on a matrix of `dtype`.
     pub(super) fn new(kernel: Kernel, dtype: Dtype, queries: &[Vec<f32>]) -> Self {
         let flat: Vec<f32> = queries.iter().flatten().copied().collect();
         #[cfg(target_arch = "x86_64")]
-        if kernel == Kernel::Avx512Bf16 {
-            assert_eq!(dtype, Dtype::BF16, "the BF16 kernel reads BF16 bytes");
-            let hi: Vec<bf16> = flat.iter().map(|&x| bf16::from_f32(x)).collect();
-            let lo = flat
-                .iter()
-                .zip(&hi)
-                .map(|(&x, h)| bf16::from_f32(x - h.to_f32()).to_bits())
-                .collect();
-            return Queries {
-                kernel,
-                f32: Vec::new(),
-                hi: hi.into_iter().map(bf16::to_bits).collect(),
-                lo,
+        {
+            let nq = queries.len();
+            let cols = queries.first().map_or(0, Vec::len);
+            #[cfg(target_os = "linux")]
+            let kernel = match kernel {
+                Kernel::Amx if cols == 0 || !cols.is_multiple_of(super::amx::STEP) => {
+                    Kernel::Avx512Bf16
+                }
+                k => k,
             };
+            let bf16_bytes = kernel == Kernel::Avx512Bf16 || kernel.is_amx();
+            assert!(
+                !bf16_bytes || dtype == Dtype::BF16,
+                "the BF16 kernels read BF16 bytes"
+            );
+            let to_bits = |x: f32| half::bf16::from_f32(x).to_bits();
+            let hi: Vec<u16> = if bf16_bytes {
+                flat.iter().map(|&x| to_bits(x)).collect()
+            } else {
+                Vec::new()
+            };
+            let lo: Vec<u16> = hi
+                .iter()
+                .zip(&flat)
+                .map(|(&h, &x)| to_bits(x - half::bf16::from_bits(h).to_f32()))
+                .collect();
+            let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES && cols > 0)
+                .then(|| super::x86::Transposed::new(&flat, cols));
+            Queries {
+                kernel,
+                #[cfg(target_os = "linux")]
+                tiles: kernel
+                    .is_amx()
+                    .then(|| super::amx::Packed::new(&hi, &lo, cols)),
+                f32: if bf16_bytes { Vec::new() } else { flat },
+                hi,
+                lo,
+                panels,
+                nq,
+            }
         }
-        let _ = dtype;
-        Queries {
-            kernel,
-            f32: flat,
-            hi: Vec::new(),
-            lo: Vec::new(),
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = dtype;
+            Queries { kernel, f32: flat }
         }
+    }
+
+    /// Raw bytes per block of rows: 1 MiB for AMX, whose column chunks
+    /// serve every row pair of a block, 256 KiB otherwise, so that a block
+    /// and the queries it meets stay in a core's L2 cache.
+    pub(super) fn block_bytes(&self) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if self.tiles.is_some() {
+            return 1 << 20;
+        }
+        256 * 1024
     }
 
     /// Fills `dots[i * nq + q]` with query `q` · row `rows.start + i`, and
@@ -116,6 +238,16 @@ impl Queries {
             }
             return;
         }
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if let Some(tiles) = &self.tiles {
+            let bytes = m.block_bytes(rows);
+            if norms.is_some() {
+                super::x86::block_bf16(bytes, cols, &[], &[], norms, &mut []);
+            }
+            let done = super::amx::block(bytes, cols, tiles, dots);
+            let (rest, rest_dots) = (&bytes[done * cols * 2..], &mut dots[done * self.nq..]);
+            return super::x86::block_bf16(rest, cols, &self.hi, &self.lo, None, rest_dots);
+        }
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx512Bf16 {
             let bytes = m.block_bytes(rows);
@@ -128,9 +260,10 @@ impl Queries {
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => super::x86::block_f32_avx2(scratch, cols, &self.f32, norms, dots),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 | Kernel::Avx512Bf16 => {
-                super::x86::block_f32_avx512(scratch, cols, &self.f32, norms, dots)
-            }
+            _ => match &self.panels {
+                Some(p) => super::x86::block_f32_panels(scratch, cols, p, self.nq, norms, dots),
+                None => super::x86::block_f32_avx512(scratch, cols, &self.f32, norms, dots),
+            },
         }
     }
 }

@@ -141,6 +141,8 @@ fn every_kernel_matches_the_f64_reference() {
         (Dtype::BF16, 1000, 300),
         (Dtype::BF16, 37, 4096),
         (Dtype::BF16, 50, 31),
+        (Dtype::BF16, 100, 64),
+        (Dtype::BF16, 70, 96),
         (Dtype::F32, 700, 77),
         (Dtype::F16, 600, 129),
         (Dtype::F8_E4M3, 300, 64),
@@ -148,7 +150,7 @@ fn every_kernel_matches_the_f64_reference() {
         let (bytes, stored) = store(&values(rows * cols, rows as u64), dtype);
         let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
         let mask: Vec<bool> = (0..rows).map(|i| i % 7 != 3).collect();
-        for nq in [1, 2, 3, 4, 5, 9] {
+        for nq in [1, 2, 3, 4, 5, 9, 33] {
             let queries: Vec<Vec<f32>> = (0..nq).map(|q| values(cols, 1000 + q as u64)).collect();
             for metric in [Metric::Cosine, Metric::Dot] {
                 let want = reference(&stored, cols, &queries, metric);
@@ -252,4 +254,16 @@ fn scan_sees_every_row_once_in_order() {
         scan(&empty, &Progress::hidden(), || 7, |_, _, _, _| {}, |a, _| a),
         7
     );
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn amx_takes_matrices_whose_columns_fit_its_tiles() {
+    if !super::amx::available() {
+        return;
+    }
+    let fits = kernels::Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 64]]);
+    assert_eq!(fits.block_bytes(), 1 << 20);
+    let odd = kernels::Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 48]]);
+    assert_eq!(odd.block_bytes(), 256 * 1024);
 }

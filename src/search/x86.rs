@@ -5,7 +5,10 @@
 //! keeps `R * Q` (plus `R` norm) accumulators in registers while it walks the
 //! columns, so every loaded vector feeds several independent FMAs. Every
 //! accumulator sees the same sequence of operations whatever the tile shape,
-//! so a row's score does not depend on where it falls in a block.
+//! so a row's score does not depend on where it falls in a block. From 8
+//! queries on, the f32 path switches to panels: 16 queries per vector lane
+//! and each row value broadcast, a small matrix product with no horizontal
+//! sums, walked in 128-column slices that stay in L1.
 //!
 //! The public-in-crate functions are safe: each checks the CPU features it
 //! needs before entering `#[target_feature]` code.
@@ -101,6 +104,13 @@ pub(super) fn block_bf16(
     assert_eq!(hi.len(), lo.len());
     assert_eq!(block.len() % 2, 0);
     let (rows, nq) = shapes(block.len() / 2, cols, hi.len(), norms.as_deref(), dots);
+    if nq == 0 {
+        if let Some(n) = norms {
+            // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
+            unsafe { walk_bf16::<8, 0, true>(block, cols, rows, hi, lo, 0, 0, n, dots) };
+        }
+        return;
+    }
     let mut q0 = 0;
     while q0 < nq {
         let qn = (nq - q0).min(4);
@@ -237,6 +247,13 @@ pub(super) fn block_f32_avx512(
 ) {
     assert!(has_avx512());
     let (rows, nq) = shapes(block.len(), cols, queries.len(), norms.as_deref(), dots);
+    if nq == 0 {
+        if let Some(n) = norms {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            unsafe { walk_f32::<8, 0, true>(block, cols, rows, queries, 0, 0, n, dots) };
+        }
+        return;
+    }
     let mut q0 = 0;
     while q0 < nq {
         let qn = (nq - q0).min(4);
@@ -330,6 +347,145 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool>(
         }
         if NORMS {
             norms[r0 + r] = _mm512_reduce_add_ps(norm_acc[r]);
+        }
+    }
+}
+
+/// Columns per pass of the many-query kernel: a 64-query panel of this many
+/// columns (32 KiB) stays in L1 while every row tile of the block uses it.
+const KC: usize = 128;
+
+/// Queries laid out for [`block_f32_panels`]: column-major, `lanes` values
+/// per column (the query count rounded up to 16, zero padded).
+pub(super) struct Transposed {
+    lanes: usize,
+    values: Vec<f32>,
+}
+
+impl Transposed {
+    /// Transposes `nq` queries of `cols` values stored back to back.
+    pub(super) fn new(queries: &[f32], cols: usize) -> Self {
+        let nq = queries.len() / cols.max(1);
+        let lanes = nq.div_ceil(16) * 16;
+        let mut values = vec![0.0; lanes * cols];
+        for (q, query) in queries.chunks_exact(cols.max(1)).enumerate() {
+            for (k, &x) in query.iter().enumerate() {
+                values[k * lanes + q] = x;
+            }
+        }
+        Transposed { lanes, values }
+    }
+}
+
+/// Dot products of a block of f32 rows with many queries, AVX-512F, as a
+/// small matrix product: 16 queries per vector lane, each row value
+/// broadcast, so no horizontal sums. Each product is summed in order over
+/// [`KC`]-column slices and the slices' sums are added in order, whatever
+/// the tile a row falls in. Norms come from the dot-style kernel.
+pub(super) fn block_f32_panels(
+    block: &[f32],
+    cols: usize,
+    queries: &Transposed,
+    nq: usize,
+    norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    assert!(has_avx512());
+    let lanes = queries.lanes;
+    assert!(cols > 0 && nq <= lanes && queries.values.len() == lanes * cols);
+    assert!(block.len().is_multiple_of(cols));
+    let rows = block.len() / cols;
+    assert_eq!(dots.len(), rows * nq, "dots length");
+    if let Some(norms) = norms {
+        block_f32_avx512(block, cols, &[], Some(norms), &mut []);
+    }
+    let mut sums = vec![0.0f32; rows * lanes];
+    for k0 in (0..cols).step_by(KC) {
+        let k1 = (k0 + KC).min(cols);
+        for p0 in (0..lanes).step_by(64) {
+            let vectors = ((lanes - p0) / 16).min(4);
+            // SAFETY: the CPU has AVX-512F (checked above).
+            unsafe {
+                match vectors {
+                    4 => walk_panel::<4>(block, cols, rows, k0..k1, queries, p0, &mut sums),
+                    3 => walk_panel::<3>(block, cols, rows, k0..k1, queries, p0, &mut sums),
+                    2 => walk_panel::<2>(block, cols, rows, k0..k1, queries, p0, &mut sums),
+                    _ => walk_panel::<1>(block, cols, rows, k0..k1, queries, p0, &mut sums),
+                }
+            }
+        }
+    }
+    for (out, sums) in dots
+        .chunks_exact_mut(nq.max(1))
+        .zip(sums.chunks_exact(lanes))
+    {
+        out.copy_from_slice(&sums[..nq]);
+    }
+}
+
+/// Row tiles of 4 rows (then single rows) for one slice of columns and one
+/// panel of `V * 16` queries.
+#[target_feature(enable = "avx512f")]
+fn walk_panel<const V: usize>(
+    block: &[f32],
+    cols: usize,
+    rows: usize,
+    ks: std::ops::Range<usize>,
+    queries: &Transposed,
+    p0: usize,
+    sums: &mut [f32],
+) {
+    let mut r0 = 0;
+    while r0 + 4 <= rows {
+        panel_tile::<4, V>(block, cols, r0, ks.clone(), queries, p0, sums);
+        r0 += 4;
+    }
+    for r in r0..rows {
+        panel_tile::<1, V>(block, cols, r, ks.clone(), queries, p0, sums);
+    }
+}
+
+/// `R` rows from `r0` × lanes `p0..p0 + 16 V` over columns `ks`, added to
+/// `sums` (`rows × lanes`).
+#[target_feature(enable = "avx512f")]
+fn panel_tile<const R: usize, const V: usize>(
+    block: &[f32],
+    cols: usize,
+    r0: usize,
+    ks: std::ops::Range<usize>,
+    queries: &Transposed,
+    p0: usize,
+    sums: &mut [f32],
+) {
+    let lanes = queries.lanes;
+    assert!(ks.end <= cols && (r0 + R) * cols <= block.len());
+    assert!(p0 + 16 * V <= lanes && (r0 + R) * lanes <= sums.len());
+    let q = queries.values[ks.start * lanes + p0..].as_ptr();
+    let x: [*const f32; R] = from_fn(|r| block[(r0 + r) * cols + ks.start..].as_ptr());
+    let mut acc = [[_mm512_setzero_ps(); V]; R];
+    for k in 0..ks.len() {
+        // SAFETY: column ks.start + k < cols and lanes p0..p0 + 16 V <= lanes,
+        // so the 16 V values read lie inside `queries.values` (length
+        // lanes * cols); loadu has no alignment requirement.
+        let y: [__m512; V] = from_fn(|v| unsafe { _mm512_loadu_ps(q.add(k * lanes + 16 * v)) });
+        for r in 0..R {
+            // SAFETY: row r0 + r < rows and column ks.start + k < cols, inside
+            // `block` by the assert above.
+            let a = _mm512_set1_ps(unsafe { *x[r].add(k) });
+            for v in 0..V {
+                acc[r][v] = _mm512_fmadd_ps(a, y[v], acc[r][v]);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        for (v, acc) in acc.iter().enumerate() {
+            let at = (r0 + r) * lanes + p0 + 16 * v;
+            let out = &mut sums[at..at + 16];
+            // SAFETY: `out` holds exactly 16 f32s.
+            unsafe {
+                let sum = _mm512_add_ps(_mm512_loadu_ps(out.as_ptr()), *acc);
+                _mm512_storeu_ps(out.as_mut_ptr(), sum);
+            }
         }
     }
 }
