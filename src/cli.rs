@@ -69,6 +69,29 @@ pub enum Command {
     /// The stored rows of tokens: by id, by vocabulary entry, or by
     /// tokenizing a text; with id, token, L2 norm and values.
     Lookup(LookupArgs),
+    /// Consistency audit: sizes, special tokens, tie, dtypes, tokenizer,
+    /// and NaN/zero/duplicate/outlier rows; exit code 1 when a finding is
+    /// at or above --fail-on.
+    Check(CheckArgs),
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Model directory, .safetensors file, index file or Hub id.
+    pub model: String,
+    /// Exit with code 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+}
+
+/// The severity at which `check` fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
 }
 
 /// Row order of `tensors`.
