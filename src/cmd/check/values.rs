@@ -113,7 +113,7 @@ pub(crate) fn scan(m: &Matrix, progress: &Progress) -> Stats {
         progress,
         Part::default,
         |part: &mut Part, first: usize, block: &[f32], raw: &[u8]| {
-            let n = if cols == 0 { 0 } else { block.len() / cols };
+            let n = block.len().checked_div(cols).unwrap_or(0);
             let row_bytes = m.row_len_bytes();
             let mut norms = Vec::with_capacity(n);
             let mut hashes = Vec::with_capacity(n);
