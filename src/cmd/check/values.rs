@@ -23,7 +23,7 @@ use crate::vocab::Vocab;
 
 /// Rows whose log-norm lies further than this many robust standard
 /// deviations (1.4826 × MAD) from the median log-norm are outliers.
-const OUTLIER_SIGMAS: f64 = 5.0;
+const OUTLIER_SIGMAS: f64 = 6.0;
 
 /// What the pass learns about one matrix.
 #[derive(Debug, Default)]
@@ -508,6 +508,27 @@ fn norm_findings(
             "median": med, "max": max.1, "max_id": super::id_token(vocab, max.0),
         }),
     ));
+    let placeholders: Vec<(u32, f32)> = vocab.map_or_else(Vec::new, |v| {
+        live.iter()
+            .copied()
+            .filter(|&(id, _)| v.token(id).is_some_and(is_placeholder))
+            .collect()
+    });
+    if !placeholders.is_empty() {
+        let mut p: Vec<f64> = placeholders.iter().map(|&(_, n)| f64::from(n)).collect();
+        let p_med = median(&mut p);
+        let ids: Vec<u32> = placeholders.iter().map(|&(id, _)| id).collect();
+        out.push(Finding::new(
+            Severity::Info,
+            "placeholder-rows",
+            format!(
+                "`{name}` has {} reserved placeholder token row(s) ({}): median norm {p_med:.4} against {med:.4} overall; placeholders are rarely or never trained, so this is expected",
+                ids.len(),
+                ids_phrase(vocab, &ids, 3)
+            ),
+            json!({"tensor": name, "rows": ids.len(), "median_norm": p_med, "overall_median_norm": med, "ids": id_list(vocab, &ids)}),
+        ));
+    }
     let (ids, lo, hi) = outliers(live);
     if !ids.is_empty() {
         let norm_of = |id: u32| {
@@ -531,9 +552,7 @@ fn norm_findings(
                 .count()
         });
         let note = if unused > 0 {
-            format!(
-                "; {unused} are placeholder tokens ([unused*], reserved), rarely or never trained"
-            )
+            format!("; {unused} of them are reserved placeholders")
         } else {
             String::new()
         };
@@ -559,7 +578,9 @@ fn norm_findings(
 /// Reserved placeholder entries: BERT's `[unused12]`, Llama 3's
 /// `<|reserved_special_token_3|>`, T5's `<extra_id_0>`.
 fn is_placeholder(token: &str) -> bool {
-    token.starts_with("[unused") || token.contains("reserved") || token.starts_with("<extra_id_")
+    token.starts_with("[unused")
+        || token.starts_with("<|reserved")
+        || token.starts_with("<extra_id_")
 }
 
 #[cfg(test)]
