@@ -522,9 +522,14 @@ fn norm_findings(
             Severity::Info,
             "placeholder-rows",
             format!(
-                "`{name}` has {} reserved placeholder token row(s) ({}): median norm {p_med:.4} against {med:.4} overall; placeholders are rarely or never trained, so this is expected",
+                "`{name}` has {} reserved placeholder token row(s) ({}): median norm {p_med:.4} against {med:.4} overall; {}",
                 ids.len(),
-                ids_phrase(vocab, &ids, 3)
+                ids_phrase(vocab, &ids, 3),
+                if (0.8..=1.25).contains(&(p_med / med)) {
+                    "norms like the other rows"
+                } else {
+                    "placeholders are rarely or never trained, so this is expected"
+                }
             ),
             json!({"tensor": name, "rows": ids.len(), "median_norm": p_med, "overall_median_norm": med, "ids": id_list(vocab, &ids)}),
         ));
