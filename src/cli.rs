@@ -73,6 +73,29 @@ pub enum Command {
     /// The nearest tokens (cosine or dot) to tokens, ids, expressions such
     /// as "king - man + woman", or texts; many queries in one pass.
     Neighbors(NeighborsArgs),
+    /// Consistency audit: sizes, special tokens, tie, dtypes, tokenizer,
+    /// and NaN/zero/duplicate/outlier rows; exit code 1 when a finding is
+    /// at or above --fail-on.
+    Check(CheckArgs),
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Model directory, .safetensors file, index file or Hub id.
+    pub model: String,
+    /// Exit with code 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+}
+
+/// The severity at which `check` fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
 }
 
 /// Row order of `tensors`.

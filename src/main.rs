@@ -171,6 +171,22 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
         }
         Command::Lookup(args) => lookup(cli, args)?,
         Command::Neighbors(args) => neighbors(cli, args)?,
+        Command::Check(args) => {
+            use embscope::cli::FailOn;
+            use embscope::cmd::check::Severity;
+            let (ckpt, roles) = open(&args.model, cli)?;
+            let vocab = load_vocab(&ckpt)?;
+            let progress = !cli.global.quiet && !cli.global.no_progress;
+            let report = cmd::check::run(&ckpt, &roles, vocab.as_ref(), progress);
+            render::emit(&report, json, &style)?;
+            let threshold = match args.fail_on {
+                FailOn::Error => Severity::Error,
+                FailOn::Warn => Severity::Warn,
+            };
+            if report.worst().is_some_and(|w| w >= threshold) {
+                return Ok(1);
+            }
+        }
     }
     Ok(0)
 }

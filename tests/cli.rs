@@ -2,6 +2,7 @@
 //! fixtures in `fixtures/`, and asserts what a user would notice: exit codes,
 //! JSON fields, error messages.
 
+mod check;
 mod common;
 mod info;
 mod lookup;

@@ -3,6 +3,8 @@
 #[path = "../fixtures/gen/checkpoints.rs"]
 #[allow(dead_code)]
 pub mod checkpoints;
+#[path = "../fixtures/gen/defects.rs"]
+mod defects;
 #[path = "../fixtures/gen/tokenizer_files.rs"]
 mod tokenizer_files;
 #[path = "../fixtures/gen/vocab.rs"]

@@ -1,6 +1,7 @@
 //! One module per command: each opens what it needs, computes, and returns
 //! a plain report. No printing and no number crunching beyond arithmetic here.
 
+pub mod check;
 pub mod info;
 pub mod lookup;
 pub mod neighbors;

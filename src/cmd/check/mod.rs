@@ -1,0 +1,177 @@
+//! `check`: a consistency audit of the vocabulary layers. Findings come in
+//! two stages: header-only ones (sizes, special tokens, tie, dtypes,
+//! tokenizer self-consistency) computed from headers and small files, then
+//! value ones from one streaming pass over each stored matrix (see
+//! `values`), which also says what the unreachable rows hold.
+
+mod header;
+mod special;
+mod values;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::roles::Roles;
+use crate::vocab::Vocab;
+
+/// How much a finding matters. Ordered: `Info < Warn < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; nothing is wrong.
+    Info,
+    /// Likely to bite someone; the model still loads.
+    Warn,
+    /// The model will not load, or will not compute what was saved.
+    Error,
+}
+
+impl Severity {
+    /// The lowercase name, as JSON spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One thing `check` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// How much it matters.
+    pub severity: Severity,
+    /// A stable kebab-case code, documented in the README.
+    pub code: &'static str,
+    /// One line for a human.
+    pub message: String,
+    /// The facts behind it: counts, ids with readable tokens, tensor names, files.
+    pub evidence: Value,
+}
+
+impl Finding {
+    fn new(severity: Severity, code: &'static str, message: String, evidence: Value) -> Self {
+        Finding {
+            severity,
+            code,
+            message,
+            evidence,
+        }
+    }
+}
+
+/// Number of findings per severity.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Counts {
+    /// Errors.
+    pub error: usize,
+    /// Warnings.
+    pub warn: usize,
+    /// Informational findings.
+    pub info: usize,
+}
+
+/// The `check` report.
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    /// The MODEL argument as given.
+    pub model: String,
+    /// The embedding tensor checked (null when none was found).
+    pub embedding: Option<String>,
+    /// The separately stored head checked (null when tied or absent).
+    pub head: Option<String>,
+    /// The tokenizer size (highest id + 1), null without a tokenizer.json.
+    pub tokenizer_size: Option<usize>,
+    /// Findings, errors first, then warnings, then info; in check order within.
+    pub findings: Vec<Finding>,
+    /// Findings per severity.
+    pub counts: Counts,
+}
+
+impl CheckReport {
+    /// The most severe finding, if any.
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+}
+
+/// Most ids listed in a finding's evidence; the count is always complete.
+pub(crate) const MAX_LISTED: usize = 20;
+
+/// An id with its readable token (null when the tokenizer has no entry).
+pub(crate) fn id_token(vocab: Option<&Vocab>, id: u32) -> Value {
+    json!({"id": id, "token": vocab.and_then(|v| v.readable(id))})
+}
+
+/// The first [`MAX_LISTED`] ids with their tokens.
+pub(crate) fn id_list(vocab: Option<&Vocab>, ids: &[u32]) -> Value {
+    Value::Array(
+        ids.iter()
+            .take(MAX_LISTED)
+            .map(|&id| id_token(vocab, id))
+            .collect(),
+    )
+}
+
+/// `12 "foo", 13 "bar"` for a message: the first few ids with tokens.
+pub(crate) fn ids_phrase(vocab: Option<&Vocab>, ids: &[u32], n: usize) -> String {
+    let mut parts: Vec<String> = ids
+        .iter()
+        .take(n)
+        .map(|&id| match vocab.and_then(|v| v.readable(id)) {
+            Some(t) => format!("{id} \"{t}\""),
+            None => id.to_string(),
+        })
+        .collect();
+    if ids.len() > n {
+        parts.push(format!("… {} more", ids.len() - n));
+    }
+    parts.join(", ")
+}
+
+/// What the check works on: the checkpoint, its roles and vocabulary.
+pub(crate) struct Subject<'a> {
+    pub ckpt: &'a Checkpoint,
+    pub roles: &'a Roles,
+    pub vocab: Option<&'a Vocab>,
+    pub embedding: Option<&'a TensorEntry>,
+    pub head: Option<&'a TensorEntry>,
+}
+
+/// Runs every check. `progress` says whether progress bars may be drawn
+/// for the value pass.
+pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>, progress: bool) -> CheckReport {
+    let embedding = roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name));
+    let head = roles.head.as_ref().and_then(|c| ckpt.tensor(&c.name));
+    let s = Subject {
+        ckpt,
+        roles,
+        vocab,
+        embedding,
+        head,
+    };
+    // Header-only findings first: they never wait for, or depend on, the value pass.
+    let mut findings = header::findings(&s);
+    findings.extend(special::findings(&s));
+    let from_values = values::findings(&s, &mut findings, progress);
+    findings.extend(from_values);
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let mut counts = Counts::default();
+    for f in &findings {
+        match f.severity {
+            Severity::Error => counts.error += 1,
+            Severity::Warn => counts.warn += 1,
+            Severity::Info => counts.info += 1,
+        }
+    }
+    CheckReport {
+        model: ckpt.model.clone(),
+        embedding: embedding.map(|t| t.name.clone()),
+        head: head.map(|t| t.name.clone()),
+        tokenizer_size: vocab.map(Vocab::size),
+        findings,
+        counts,
+    }
+}

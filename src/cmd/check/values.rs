@@ -1,0 +1,643 @@
+//! Value findings, from one streaming pass per stored matrix through
+//! [`search::scan`]: NaN/Inf rows, all-zero rows, exact duplicate rows
+//! (by a hash of the stored bytes, confirmed byte for byte), the row-norm
+//! distribution and its outliers, what the rows no token reaches hold, and
+//! whether an untied head is a byte copy of the embedding.
+//!
+//! The pass keeps one f32 norm and one u64 hash per row (1.5 MB for a
+//! 128k vocabulary) and never copies the matrix.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::header::UNREACHABLE_CODES;
+use super::{Finding, MAX_LISTED, Severity, Subject, id_list, ids_phrase};
+use crate::checkpoint::TensorEntry;
+use crate::matrix::Matrix;
+use crate::progress::Progress;
+use crate::render::bytes;
+use crate::roles::TieStatus;
+use crate::search;
+use crate::vocab::Vocab;
+
+/// Rows whose log-norm lies further than this many robust standard
+/// deviations (1.4826 × MAD) from the median log-norm are outliers.
+const OUTLIER_SIGMAS: f64 = 6.0;
+
+/// What the pass learns about one matrix.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    /// L2 norm of every row (NaN for rows holding NaN or Inf).
+    pub norms: Vec<f32>,
+    /// A hash of every row's stored bytes.
+    pub hashes: Vec<u64>,
+    /// Rows holding a NaN, ascending.
+    pub nan: Vec<u32>,
+    /// Rows holding an infinity, ascending.
+    pub inf: Vec<u32>,
+    /// Rows whose values are all zero, ascending.
+    pub zero: Vec<u32>,
+}
+
+/// One worker's share of the pass: whole blocks in row order.
+#[derive(Default)]
+struct Part {
+    blocks: Vec<(usize, Vec<f32>, Vec<u64>)>,
+    nan: Vec<u32>,
+    inf: Vec<u32>,
+    zero: Vec<u32>,
+}
+
+impl Part {
+    fn merge(mut self, other: Part) -> Part {
+        self.blocks.extend(other.blocks);
+        self.nan.extend(other.nan);
+        self.inf.extend(other.inf);
+        self.zero.extend(other.zero);
+        self
+    }
+}
+
+/// Sum of squares in f32 over eight lanes (vectorises).
+fn sum_squares(v: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let chunks = v.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a += x * x;
+        }
+    }
+    acc.iter().sum::<f32>() + tail.iter().map(|x| x * x).sum::<f32>()
+}
+
+/// A fast 64-bit hash of raw bytes over four lanes (duplicates are
+/// confirmed byte for byte, so only speed and spread matter).
+pub(crate) fn hash_bytes(b: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: [u64; 4] = [
+        0x243F_6A88_85A3_08D3,
+        0x1319_8A2E_0370_7344,
+        0xA409_3822_299F_31D0,
+        0x082E_FA98_EC4E_6C89,
+    ];
+    let chunks = b.chunks_exact(32);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (lane, w) in h.iter_mut().zip(c.chunks_exact(8)) {
+            let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            *lane = (*lane ^ w).wrapping_mul(K).rotate_left(31);
+        }
+    }
+    let mut last = [0u8; 32];
+    last[..tail.len()].copy_from_slice(tail);
+    for (lane, w) in h.iter_mut().zip(last.chunks_exact(8)) {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        *lane = (*lane ^ w).wrapping_mul(K).rotate_left(31);
+    }
+    let mut x = (b.len() as u64).wrapping_mul(K);
+    for lane in h {
+        x = (x ^ lane)
+            .wrapping_mul(0xBF58_476D_1CE4_E5B9)
+            .rotate_left(27);
+    }
+    x ^ (x >> 31)
+}
+
+/// The single streaming pass over `m`.
+pub(crate) fn scan(m: &Matrix, progress: &Progress) -> Stats {
+    let cols = m.cols();
+    let part = search::scan(
+        m,
+        progress,
+        Part::default,
+        |part: &mut Part, first: usize, block: &[f32], raw: &[u8]| {
+            let n = block.len().checked_div(cols).unwrap_or(0);
+            let row_bytes = m.row_len_bytes();
+            let mut norms = Vec::with_capacity(n);
+            let mut hashes = Vec::with_capacity(n);
+            for i in 0..n {
+                let id = (first + i) as u32;
+                let v = &block[i * cols..(i + 1) * cols];
+                let mut ss = sum_squares(v);
+                if !ss.is_finite() {
+                    let nan = v.iter().any(|x| x.is_nan());
+                    let inf = v.iter().any(|x| x.is_infinite());
+                    if nan {
+                        part.nan.push(id);
+                    }
+                    if inf {
+                        part.inf.push(id);
+                    }
+                    ss = if nan || inf {
+                        f32::NAN
+                    } else {
+                        // Finite values whose squares overflow f32.
+                        v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>() as f32
+                    };
+                } else if ss == 0.0 {
+                    if v.iter().all(|&x| x == 0.0) {
+                        part.zero.push(id);
+                    } else {
+                        // Squares of tiny values underflowed.
+                        ss = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>() as f32;
+                    }
+                }
+                norms.push(ss.sqrt());
+                hashes.push(hash_bytes(&raw[i * row_bytes..(i + 1) * row_bytes]));
+            }
+            part.blocks.push((first, norms, hashes));
+        },
+        Part::merge,
+    );
+    let mut part = part;
+    part.blocks.sort_by_key(|b| b.0);
+    for v in [&mut part.nan, &mut part.inf, &mut part.zero] {
+        v.sort_unstable();
+    }
+    let mut stats = Stats {
+        norms: Vec::with_capacity(m.rows()),
+        hashes: Vec::with_capacity(m.rows()),
+        nan: part.nan,
+        inf: part.inf,
+        zero: part.zero,
+    };
+    for (_, norms, hashes) in part.blocks {
+        stats.norms.extend(norms);
+        stats.hashes.extend(hashes);
+    }
+    stats
+}
+
+/// The median of `v` (non-empty), reordering it.
+fn median(v: &mut [f64]) -> f64 {
+    let mid = v.len() / 2;
+    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    let hi = *m;
+    if v.len().is_multiple_of(2) {
+        let lo = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo + hi) / 2.0
+    } else {
+        hi
+    }
+}
+
+/// Outliers among positive finite norms `(id, norm)`: ids whose log-norm
+/// is more than [`OUTLIER_SIGMAS`] robust deviations from the median,
+/// most extreme first, with the median and the bounds (as norms).
+pub(crate) fn outliers(rows: &[(u32, f32)]) -> (Vec<u32>, f64, f64) {
+    if rows.len() < 8 {
+        return (Vec::new(), 0.0, f64::INFINITY);
+    }
+    let mut logs: Vec<f64> = rows.iter().map(|&(_, n)| f64::from(n).ln()).collect();
+    let med = median(&mut logs);
+    let mut dev: Vec<f64> = rows
+        .iter()
+        .map(|&(_, n)| (f64::from(n).ln() - med).abs())
+        .collect();
+    // A floor of 1% keeps near-constant norms (normalised rows) from
+    // flagging rounding noise.
+    let sigma = (1.4826 * median(&mut dev)).max(0.01);
+    let limit = OUTLIER_SIGMAS * sigma;
+    let mut out: Vec<(f64, u32)> = rows
+        .iter()
+        .map(|&(id, n)| ((f64::from(n).ln() - med).abs(), id))
+        .filter(|&(d, _)| d > limit)
+        .collect();
+    out.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    (
+        out.into_iter().map(|(_, id)| id).collect(),
+        (med - limit).exp(),
+        (med + limit).exp(),
+    )
+}
+
+/// What unreachable rows hold, from their norms against the reachable
+/// rows' median norm: `zero`, `random` (median norm off by more than 2×
+/// from the trained rows: untrained), `trained-looking`, or `mixed`
+/// (some zero, some not).
+pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static str {
+    let zero = norms.iter().filter(|&&n| n == 0.0).count();
+    if zero == norms.len() {
+        return "zero";
+    }
+    if zero > 0 {
+        return "mixed";
+    }
+    let mut v: Vec<f64> = norms
+        .iter()
+        .filter(|n| n.is_finite())
+        .map(|&n| f64::from(n))
+        .collect();
+    match reachable_median {
+        Some(r) if r > 0.0 && !v.is_empty() => {
+            let ratio = median(&mut v) / r;
+            if (0.5..=2.0).contains(&ratio) {
+                "trained-looking"
+            } else {
+                "random"
+            }
+        }
+        _ => "random",
+    }
+}
+
+/// Findings from the value pass over every stored matrix; also completes
+/// the header finding about unreachable rows in `earlier`.
+pub(crate) fn findings(s: &Subject, earlier: &mut [Finding], progress: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut matrices: Vec<&TensorEntry> = s.embedding.into_iter().collect();
+    let head_is_copy =
+        s.roles.tie.status == TieStatus::TiedHeadStored && s.roles.tie.head_identical == Some(true);
+    if let Some(h) = s.head
+        && !head_is_copy
+    {
+        matrices.push(h);
+    }
+    let pad = pad_ids(s);
+    let mut scanned: Vec<(&TensorEntry, Stats)> = Vec::new();
+    for t in matrices {
+        let m = match Matrix::new(&t.name, s.ckpt.bytes(t), t.dtype, &t.shape) {
+            Ok(m) => m,
+            Err(e) => {
+                out.push(Finding::new(
+                    Severity::Warn,
+                    "values-not-checked",
+                    format!("values of `{}` are not checked: {e}", t.name),
+                    json!({"tensor": t.name, "dtype": t.dtype.name()}),
+                ));
+                continue;
+            }
+        };
+        let bar = Progress::new(progress, m.rows() as u64, &format!("checking {}", t.name));
+        let stats = scan(&m, &bar);
+        matrix_findings(s, t, &m, &stats, &pad, earlier, &mut out);
+        scanned.push((t, stats));
+    }
+    if let [(e, es), (h, hs)] = &scanned[..]
+        && s.roles.tie.status == TieStatus::Untied
+        && e.dtype == h.dtype
+        && e.shape == h.shape
+        && es.hashes == hs.hashes
+        && s.ckpt.bytes(e) == s.ckpt.bytes(h)
+    {
+        out.push(Finding::new(
+            Severity::Info,
+            "untied-head-identical",
+            format!(
+                "`{}` is stored untied but is byte-identical to `{}`: tying would save {}",
+                h.name,
+                e.name,
+                bytes(h.bytes())
+            ),
+            json!({"embedding": e.name, "head": h.name, "bytes": h.bytes()}),
+        ));
+    }
+    out
+}
+
+/// Ids declared as the pad token by any file.
+fn pad_ids(s: &Subject) -> Vec<u32> {
+    let Some(v) = s.vocab else {
+        return Vec::new();
+    };
+    v.special_decls()
+        .iter()
+        .filter(|d| d.role == "pad")
+        .filter_map(|d| match &d.token {
+            Some(t) => v.id(t),
+            None => d.id.and_then(|id| u32::try_from(id).ok()),
+        })
+        .collect()
+}
+
+fn reachable(vocab: Option<&Vocab>, id: u32) -> bool {
+    vocab.is_none_or(|v| v.token(id).is_some())
+}
+
+fn matrix_findings(
+    s: &Subject,
+    t: &TensorEntry,
+    m: &Matrix,
+    stats: &Stats,
+    pad: &[u32],
+    earlier: &mut [Finding],
+    out: &mut Vec<Finding>,
+) {
+    let vocab = s.vocab;
+    let name = &t.name;
+    // NaN and Inf.
+    let mut bad: Vec<u32> = stats.nan.iter().chain(&stats.inf).copied().collect();
+    bad.sort_unstable();
+    bad.dedup();
+    if !bad.is_empty() {
+        out.push(Finding::new(
+            Severity::Error,
+            "non-finite-values",
+            format!(
+                "`{name}` has NaN or Inf in {} row(s): {}",
+                bad.len(),
+                ids_phrase(vocab, &bad, 5)
+            ),
+            json!({
+                "tensor": name, "rows": bad.len(), "nan_rows": stats.nan.len(),
+                "inf_rows": stats.inf.len(), "ids": id_list(vocab, &bad),
+            }),
+        ));
+    }
+    // All-zero rows a token can reach.
+    let (pad_zero, zero): (Vec<u32>, Vec<u32>) = stats
+        .zero
+        .iter()
+        .copied()
+        .filter(|&id| reachable(vocab, id))
+        .partition(|id| pad.contains(id));
+    if !zero.is_empty() {
+        out.push(Finding::new(
+            Severity::Warn,
+            "zero-rows",
+            format!(
+                "`{name}` has {} all-zero row(s) that tokens reach: {}",
+                zero.len(),
+                ids_phrase(vocab, &zero, 5)
+            ),
+            json!({"tensor": name, "rows": zero.len(), "ids": id_list(vocab, &zero)}),
+        ));
+    }
+    if !pad_zero.is_empty() {
+        out.push(Finding::new(
+            Severity::Info,
+            "pad-row-zero",
+            format!(
+                "`{name}` row of the pad token is all zero ({}), as nn.Embedding's padding_idx leaves it",
+                ids_phrase(vocab, &pad_zero, 5)
+            ),
+            json!({"tensor": name, "ids": id_list(vocab, &pad_zero)}),
+        ));
+    }
+    // Rows that count for duplicates and norms: reachable, finite, non-zero.
+    let live: Vec<(u32, f32)> = stats
+        .norms
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (i as u32, n))
+        .filter(|&(id, n)| n.is_finite() && n > 0.0 && reachable(vocab, id))
+        .collect();
+    duplicates(vocab, name, m, stats, &live, out);
+    let reach_median = norm_findings(vocab, name, &live, out);
+    // What the unreachable rows hold, added to the header finding.
+    let unreachable: Vec<f32> = (0..m.rows() as u32)
+        .filter(|&id| !reachable(vocab, id))
+        .map(|id| stats.norms[id as usize])
+        .collect();
+    if !unreachable.is_empty()
+        && let Some(f) = earlier
+            .iter_mut()
+            .find(|f| UNREACHABLE_CODES.contains(&f.code))
+    {
+        let kind = classify(&unreachable, reach_median);
+        let mut v: Vec<f64> = unreachable
+            .iter()
+            .filter(|n| n.is_finite())
+            .map(|&n| f64::from(n))
+            .collect();
+        let med = if v.is_empty() {
+            None
+        } else {
+            Some(median(&mut v))
+        };
+        if let Value::Object(map) = &mut f.evidence {
+            let content = map
+                .entry("content")
+                .or_insert_with(|| Value::Object(Default::default()));
+            content[name.as_str()] = json!({
+                "kind": kind, "rows": unreachable.len(),
+                "zero_rows": unreachable.iter().filter(|&&n| n == 0.0).count(),
+                "median_norm": med, "reachable_median_norm": reach_median,
+            });
+        }
+        let what = match kind {
+            "zero" => "all zero".to_string(),
+            "mixed" => "partly zero".to_string(),
+            "random" => "untrained-looking (norms unlike the trained rows)".to_string(),
+            _ => "trained-looking (norms like the reachable rows)".to_string(),
+        };
+        f.message
+            .push_str(&format!("; in `{name}` they are {what}"));
+    }
+}
+
+fn duplicates(
+    vocab: Option<&Vocab>,
+    name: &str,
+    m: &Matrix,
+    stats: &Stats,
+    live: &[(u32, f32)],
+    out: &mut Vec<Finding>,
+) {
+    let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
+    for &(id, _) in live {
+        by_hash
+            .entry(stats.hashes[id as usize])
+            .or_default()
+            .push(id);
+    }
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    for (_, ids) in by_hash.into_iter().filter(|(_, ids)| ids.len() > 1) {
+        // Confirm byte for byte: split a hash bucket into equal-byte groups.
+        let mut rest = ids;
+        while let Some(first) = rest.first().copied() {
+            let row = m.row_bytes(first as usize);
+            let (same, other): (Vec<u32>, Vec<u32>) = rest
+                .into_iter()
+                .partition(|&id| m.row_bytes(id as usize) == row);
+            if same.len() > 1 {
+                groups.push(same);
+            }
+            rest = other;
+        }
+    }
+    if groups.is_empty() {
+        return;
+    }
+    groups.iter_mut().for_each(|g| g.sort_unstable());
+    groups.sort();
+    let rows: usize = groups.iter().map(Vec::len).sum();
+    let shown: Vec<Value> = groups
+        .iter()
+        .take(MAX_LISTED)
+        .map(|g| id_list(vocab, g))
+        .collect();
+    out.push(Finding::new(
+        Severity::Info,
+        "duplicate-rows",
+        format!(
+            "`{name}` has {} group(s) of byte-identical rows ({rows} rows), e.g. {}",
+            groups.len(),
+            ids_phrase(vocab, &groups[0], 4)
+        ),
+        json!({"tensor": name, "groups": groups.len(), "rows": rows, "first_groups": shown}),
+    ));
+}
+
+/// The norm summary and outliers; returns the median norm.
+fn norm_findings(
+    vocab: Option<&Vocab>,
+    name: &str,
+    live: &[(u32, f32)],
+    out: &mut Vec<Finding>,
+) -> Option<f64> {
+    let min = live.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let max = live.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let mut v: Vec<f64> = live.iter().map(|&(_, n)| f64::from(n)).collect();
+    let med = median(&mut v);
+    out.push(Finding::new(
+        Severity::Info,
+        "norm-summary",
+        format!(
+            "`{name}` row norms over {} reachable rows: min {:.4} ({}), median {med:.4}, max {:.4} ({})",
+            live.len(),
+            min.1,
+            ids_phrase(vocab, &[min.0], 1),
+            max.1,
+            ids_phrase(vocab, &[max.0], 1),
+        ),
+        json!({
+            "tensor": name, "rows": live.len(), "min": min.1, "min_id": super::id_token(vocab, min.0),
+            "median": med, "max": max.1, "max_id": super::id_token(vocab, max.0),
+        }),
+    ));
+    let placeholders: Vec<(u32, f32)> = vocab.map_or_else(Vec::new, |v| {
+        live.iter()
+            .copied()
+            .filter(|&(id, _)| v.token(id).is_some_and(is_placeholder))
+            .collect()
+    });
+    if !placeholders.is_empty() {
+        let mut p: Vec<f64> = placeholders.iter().map(|&(_, n)| f64::from(n)).collect();
+        let p_med = median(&mut p);
+        let ids: Vec<u32> = placeholders.iter().map(|&(id, _)| id).collect();
+        out.push(Finding::new(
+            Severity::Info,
+            "placeholder-rows",
+            format!(
+                "`{name}` has {} reserved placeholder token row(s) ({}): median norm {p_med:.4} against {med:.4} overall; {}",
+                ids.len(),
+                ids_phrase(vocab, &ids, 3),
+                if (0.8..=1.25).contains(&(p_med / med)) {
+                    "norms like the other rows"
+                } else {
+                    "placeholders are rarely or never trained, so this is expected"
+                }
+            ),
+            json!({"tensor": name, "rows": ids.len(), "median_norm": p_med, "overall_median_norm": med, "ids": id_list(vocab, &ids)}),
+        ));
+    }
+    let (ids, lo, hi) = outliers(live);
+    if !ids.is_empty() {
+        let norm_of = |id: u32| {
+            live.binary_search_by_key(&id, |r| r.0)
+                .map_or(0.0, |i| live[i].1)
+        };
+        let low = ids
+            .iter()
+            .filter(|&&id| f64::from(norm_of(id)) < lo)
+            .count();
+        let listed: Vec<Value> = ids
+            .iter()
+            .take(MAX_LISTED)
+            .map(|&id| {
+                json!({"id": id, "token": vocab.and_then(|v| v.readable(id)), "norm": norm_of(id)})
+            })
+            .collect();
+        let unused = vocab.map_or(0, |v| {
+            ids.iter()
+                .filter(|&&id| v.token(id).is_some_and(is_placeholder))
+                .count()
+        });
+        let note = if unused > 0 {
+            format!("; {unused} of them are reserved placeholders")
+        } else {
+            String::new()
+        };
+        out.push(Finding::new(
+            Severity::Info,
+            "norm-outliers",
+            format!(
+                "`{name}` has {} row(s) with outlying norms ({} below {lo:.4}, {} above {hi:.4}), most extreme: {}{note}",
+                ids.len(),
+                low,
+                ids.len() - low,
+                ids_phrase(vocab, &ids, 5)
+            ),
+            json!({
+                "tensor": name, "rows": ids.len(), "below": low, "above": ids.len() - low,
+                "low_bound": lo, "high_bound": hi, "placeholder_tokens": unused, "ids": listed,
+            }),
+        ));
+    }
+    Some(med)
+}
+
+/// Reserved placeholder entries: BERT's `[unused12]`, Llama 3's
+/// `<|reserved_special_token_3|>`, T5's `<extra_id_0>`.
+fn is_placeholder(token: &str) -> bool {
+    token.starts_with("[unused")
+        || token.starts_with("<|reserved")
+        || token.starts_with("<extra_id_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outlier_rule() {
+        let mut rows: Vec<(u32, f32)> = (0..100)
+            .map(|i| (i, 1.0 + (i % 10) as f32 * 0.01))
+            .collect();
+        assert!(outliers(&rows).0.is_empty());
+        rows.push((100, 50.0));
+        rows.push((101, 0.001));
+        rows.push((102, 1.2));
+        let (ids, lo, hi) = outliers(&rows);
+        assert_eq!(ids, vec![101, 100]);
+        assert!(lo < 1.0 && hi > 1.09 && hi < 50.0, "{lo} {hi}");
+        // Equal norms: the 1% floor keeps rounding noise quiet.
+        let flat: Vec<(u32, f32)> = (0..50).map(|i| (i, 1.0 + (i % 2) as f32 * 1e-4)).collect();
+        assert!(outliers(&flat).0.is_empty());
+        assert!(outliers(&rows[..5]).0.is_empty());
+    }
+
+    #[test]
+    fn unreachable_row_kinds() {
+        assert_eq!(classify(&[0.0, 0.0], Some(1.0)), "zero");
+        assert_eq!(classify(&[0.0, 1.0], Some(1.0)), "mixed");
+        assert_eq!(classify(&[0.9, 1.1, 1.0], Some(1.0)), "trained-looking");
+        assert_eq!(classify(&[0.02, 0.021], Some(1.0)), "random");
+        assert_eq!(classify(&[5.0, 6.0], Some(1.0)), "random");
+        assert_eq!(classify(&[1.0], None), "random");
+    }
+
+    #[test]
+    fn hash_sees_every_byte() {
+        let a: Vec<u8> = (0..77).collect();
+        let mut seen = std::collections::HashSet::new();
+        assert!(seen.insert(hash_bytes(&a)));
+        for i in 0..a.len() {
+            let mut b = a.clone();
+            b[i] ^= 1;
+            assert!(seen.insert(hash_bytes(&b)), "byte {i}");
+        }
+        assert!(seen.insert(hash_bytes(&a[..76])));
+        assert_eq!(hash_bytes(&a), hash_bytes(&a.clone()));
+    }
+
+    #[test]
+    fn sum_squares_matches_plain_sum() {
+        let v: Vec<f32> = (0..21).map(|i| i as f32 * 0.5).collect();
+        let plain: f32 = v.iter().map(|x| x * x).sum();
+        assert!((sum_squares(&v) - plain).abs() < 1e-3);
+    }
+}

@@ -1,0 +1,103 @@
+//! Text for `check`: one line per finding (severity, code, message), its
+//! evidence indented below, and a summary line.
+
+use std::fmt::Write;
+
+use anstyle::AnsiColor;
+use serde_json::Value;
+
+use super::{Human, Style};
+use crate::cmd::check::{CheckReport, Severity};
+
+fn severity(style: &Style, s: Severity) -> String {
+    let color = match s {
+        Severity::Error => AnsiColor::Red,
+        Severity::Warn => AnsiColor::Yellow,
+        Severity::Info => AnsiColor::Blue,
+    };
+    style.color(color, &format!("{:<5}", s.name()))
+}
+
+/// A JSON value on one line: strings bare, `{id, token}` objects as
+/// `12 "tok"`, lists joined by commas, objects as `key: value` pairs.
+fn inline(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(inline).collect::<Vec<_>>().join(", "),
+        Value::Object(map) if map.contains_key("id") && map.contains_key("token") => {
+            let mut s = map["id"].to_string();
+            if let Value::String(t) = &map["token"] {
+                let _ = write!(s, " \"{t}\"");
+            }
+            for (k, v) in map.iter().filter(|(k, _)| *k != "id" && *k != "token") {
+                let _ = write!(s, " {k} {}", inline(v));
+            }
+            s
+        }
+        Value::Object(map) => {
+            let parts: Vec<String> = map
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::Array(_) | Value::Object(_) => format!("{k}: [{}]", inline(v)),
+                    _ => format!("{k}: {}", inline(v)),
+                })
+                .collect();
+            parts.join("; ")
+        }
+        Value::Number(n) if n.is_f64() => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), |f| format!("{f:.4}")),
+        other => other.to_string(),
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+impl Human for CheckReport {
+    fn human(&self, style: &Style) -> String {
+        let mut out = String::new();
+        for f in &self.findings {
+            let _ = writeln!(
+                out,
+                "{} {}  {}",
+                severity(style, f.severity),
+                style.bold(f.code),
+                f.message
+            );
+            if let Value::Object(map) = &f.evidence {
+                for (k, v) in map {
+                    let _ = writeln!(out, "      {}", style.dim(&format!("{k}: {}", inline(v))));
+                }
+            }
+        }
+        let c = &self.counts;
+        let _ = writeln!(
+            out,
+            "{}: {}, {}, {}",
+            style.bold(&self.model),
+            plural(c.error, "error", "errors"),
+            plural(c.warn, "warning", "warnings"),
+            plural(c.info, "note", "notes"),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn evidence_inline_forms() {
+        assert_eq!(inline(&json!("a.weight")), "a.weight");
+        assert_eq!(
+            inline(&json!([{"id": 3, "token": "x"}, {"id": 4, "token": null}])),
+            "3 \"x\", 4"
+        );
+        assert_eq!(inline(&json!({"a": 1, "b": [1, 2]})), "a: 1; b: [1, 2]");
+    }
+}

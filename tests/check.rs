@@ -1,0 +1,205 @@
+//! `check`: every defect fixture reports exactly its finding, with the
+//! right exit codes; the clean fixtures report no error or warning.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::common::{embscope, fails, fixture};
+
+/// Runs `check --json` with extra args; returns the exit code and the report.
+fn check(model: &str, extra: &[&str]) -> (i32, Value) {
+    let out = embscope()
+        .args(["--json", "check", model])
+        .args(extra)
+        .output()
+        .expect("runs");
+    let code = out.status.code().expect("exit code");
+    assert!(
+        code == 0 || code == 1,
+        "{model}: exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    (code, v)
+}
+
+fn codes(v: &Value, pred: impl Fn(&str) -> bool) -> BTreeSet<String> {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| pred(f["severity"].as_str().unwrap_or_default()))
+        .map(|f| f["code"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Number of findings of severity `sev`.
+fn has_n(v: &Value, sev: &str) -> u64 {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["severity"] == sev)
+        .count() as u64
+}
+
+/// (fixture, warn/error codes exactly, info codes that must be present)
+const DEFECTS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "tokenizer-larger-than-matrix",
+        &["tokenizer-larger-than-matrix"],
+        &[],
+    ),
+    ("vocab-padding", &[], &["vocab-padding"]),
+    ("unreachable-rows", &["unreachable-rows"], &[]),
+    ("config-vocab-mismatch", &["config-vocab-mismatch"], &[]),
+    (
+        "head-rows-mismatch",
+        &["head-rows-mismatch"],
+        &["vocab-padding"],
+    ),
+    ("hidden-size-mismatch", &["hidden-size-mismatch"], &[]),
+    ("special-id-out-of-range", &["special-id-out-of-range"], &[]),
+    ("special-id-negative", &["special-id-negative"], &[]),
+    ("special-token-missing", &["special-token-missing"], &[]),
+    ("special-tokens-disagree", &["special-tokens-disagree"], &[]),
+    ("tied-head-differs", &["tied-head-differs"], &[]),
+    ("tied-head-duplicate", &[], &["tied-head-duplicate"]),
+    ("untied-head-missing", &["untied-head-missing"], &[]),
+    ("untied-head-identical", &[], &["untied-head-identical"]),
+    ("non-finite-values", &["non-finite-values"], &[]),
+    ("zero-rows", &["zero-rows"], &[]),
+    ("pad-row-zero", &[], &["pad-row-zero"]),
+    ("duplicate-rows", &[], &["duplicate-rows"]),
+    ("norm-outliers", &[], &["norm-outliers"]),
+    ("values-not-checked", &["values-not-checked"], &[]),
+    (
+        "embed-head-dtype-differ",
+        &["embed-head-dtype-differ"],
+        &["config-dtype-differs"],
+    ),
+    ("config-dtype-differs", &[], &["config-dtype-differs"]),
+    ("added-token-missing", &["added-token-missing"], &[]),
+    ("added-token-id-differs", &["added-token-id-differs"], &[]),
+    ("duplicate-token-ids", &["duplicate-token-ids"], &[]),
+    ("duplicate-token-strings", &["duplicate-token-strings"], &[]),
+    ("no-embedding", &["no-embedding"], &[]),
+];
+
+#[test]
+fn every_defect_fixture_reports_exactly_its_codes_and_exit_codes() {
+    let dirs: BTreeSet<String> = std::fs::read_dir(crate::common::fixtures().join("defects"))
+        .expect("defects/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    let listed: BTreeSet<String> = DEFECTS.iter().map(|d| d.0.to_string()).collect();
+    assert_eq!(dirs, listed, "every defect fixture has a row here");
+    for &(name, loud, info) in DEFECTS {
+        let model = fixture(&format!("defects/{name}"));
+        let (code, v) = check(&model, &[]);
+        let got = codes(&v, |s| s != "info");
+        let want: BTreeSet<String> = loud.iter().map(|s| s.to_string()).collect();
+        assert_eq!(got, want, "{name}");
+        let infos = codes(&v, |s| s == "info");
+        for i in info {
+            assert!(infos.contains(*i), "{name}: no {i} in {infos:?}");
+        }
+        let errors = has_n(&v, "error");
+        let warns = has_n(&v, "warn");
+        assert_eq!(v["counts"]["error"], errors, "{name}");
+        assert_eq!(v["counts"]["warn"], warns, "{name}");
+        assert_eq!(code, i32::from(errors > 0), "{name}: default exit");
+        let (code, _) = check(&model, &["--fail-on", "warn"]);
+        assert_eq!(
+            code,
+            i32::from(errors + warns > 0),
+            "{name}: --fail-on warn"
+        );
+    }
+}
+
+#[test]
+fn clean_fixtures_report_no_error_or_warning() {
+    for name in ["llama-sharded", "gpt2-tied", "qwen-f16-tied", "bert"] {
+        let (code, v) = check(&fixture(name), &["--fail-on", "warn"]);
+        assert_eq!(codes(&v, |s| s != "info"), BTreeSet::new(), "{name}");
+        assert_eq!(code, 0, "{name}");
+        assert!(
+            codes(&v, |s| s == "info").contains("norm-summary"),
+            "{name}"
+        );
+        assert_eq!(v["counts"]["error"], 0);
+        assert_eq!(v["counts"]["warn"], 0);
+    }
+}
+
+#[test]
+fn evidence_names_ids_tokens_and_tensors() {
+    let (_, v) = check(&fixture("defects/non-finite-values"), &[]);
+    let f: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "non-finite-values")
+        .collect();
+    assert_eq!(f.len(), 2);
+    assert_eq!(f[0]["evidence"]["tensor"], "model.embed_tokens.weight");
+    assert_eq!(f[0]["evidence"]["ids"][0]["id"], 7);
+    assert_eq!(f[0]["evidence"]["ids"][0]["token"], "and");
+    assert_eq!(f[1]["evidence"]["tensor"], "lm_head.weight");
+    assert_eq!(f[1]["evidence"]["inf_rows"], 1);
+
+    let (_, v) = check(&fixture("defects/vocab-padding"), &[]);
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "vocab-padding")
+        .unwrap();
+    assert_eq!(f["evidence"]["padding_multiple"], 32);
+    assert_eq!(f["evidence"]["unreachable"], 2);
+    assert_eq!(
+        f["evidence"]["content"]["model.embed_tokens.weight"]["kind"],
+        "zero"
+    );
+
+    let (_, v) = check(&fixture("defects/unreachable-rows"), &[]);
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "unreachable-rows")
+        .unwrap();
+    assert_eq!(
+        f["evidence"]["content"]["model.embed_tokens.weight"]["kind"],
+        "trained-looking"
+    );
+    // The padding rows are not reported again as zero rows.
+    let (_, v) = check(&fixture("defects/vocab-padding"), &["--fail-on", "warn"]);
+    assert!(!codes(&v, |_| true).contains("zero-rows"));
+}
+
+#[test]
+fn human_output_has_one_line_per_finding_and_a_summary() {
+    let out = embscope()
+        .args(["check", &fixture("defects/zero-rows")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("warn  zero-rows  `model.embed_tokens.weight` has 1 all-zero row(s) that tokens reach: 8 \"to\""), "{text}");
+    assert!(
+        text.trim_end().ends_with("0 errors, 1 warning, 2 notes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unreadable_input_is_exit_2() {
+    fails(
+        &["check", &fixture("broken/truncated.safetensors")],
+        "truncated",
+    );
+    fails(&["check", &fixture("no-such-model")], "no-such-model");
+}
