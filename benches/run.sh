@@ -16,7 +16,7 @@ FILE=${1:-/work/bench-data/llama-bf16.safetensors}
 RUNS=${2:-7}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-kernel-rel}
 BIN=$(cargo bench --bench kernel --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+    grep -o '"executable":"[^"]*/kernel-[^"]*"' | cut -d'"' -f4 | tail -1)
 [ -f "$FILE" ] || { mkdir -p "$(dirname "$FILE")"; "$BIN" gen "$FILE"; }
 cat "$FILE" > /dev/null # warm the page cache
 

@@ -149,6 +149,7 @@ pub fn run(
             .max()
             .unwrap_or(0)
     };
+    ckpt.prefetch(t);
     let progress = Progress::new(req.progress, m.rows() as u64, "scanning");
     let lists = search::top_k(
         &m,

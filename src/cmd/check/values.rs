@@ -270,6 +270,7 @@ pub(crate) fn findings(s: &Subject, earlier: &mut [Finding], progress: bool) -> 
                 continue;
             }
         };
+        s.ckpt.prefetch(t);
         let bar = Progress::new(progress, m.rows() as u64, &format!("checking {}", t.name));
         let stats = scan(&m, &bar);
         matrix_findings(s, t, &m, &stats, &pad, earlier, &mut out);
