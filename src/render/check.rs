@@ -1,5 +1,5 @@
 //! Text for `check`: one line per finding (severity, code, message), its
-//! evidence indented below, and a summary line.
+//! listed evidence indented below, and a summary line.
 
 use std::fmt::Write;
 
@@ -67,8 +67,11 @@ impl Human for CheckReport {
                 style.bold(f.code),
                 f.message
             );
+            // Scalars are in the message already; lists (ids with their
+            // tokens, groups, files) are the evidence worth a line. --json
+            // has everything.
             if let Value::Object(map) = &f.evidence {
-                for (k, v) in map {
+                for (k, v) in map.iter().filter(|(_, v)| v.is_array()) {
                     let _ = writeln!(out, "      {}", style.dim(&format!("{k}: {}", inline(v))));
                 }
             }
