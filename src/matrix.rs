@@ -58,9 +58,9 @@ pub struct Matrix<'a> {
 impl<'a> Matrix<'a> {
     /// A view of `bytes` as the 2-D tensor `name` of `dtype` and `shape`.
     ///
-    /// Fails with [`Error::BadInput`] when the shape is not 2-D, the dtype is
-    /// not a supported float type, or `bytes` is not exactly
-    /// `rows * cols * element size` long.
+    /// Fails with [`Error::BadInput`] when the shape is not 2-D, has more
+    /// rows than 32-bit token ids can address, the dtype is not a supported
+    /// float type, or `bytes` is not exactly `rows * cols * element size` long.
     pub fn new(name: &'a str, bytes: &'a [u8], dtype: Dtype, shape: &[usize]) -> Result<Self> {
         if !SUPPORTED.contains(&dtype) {
             let names: Vec<&str> = SUPPORTED.iter().map(|d| d.name()).collect();
@@ -74,6 +74,12 @@ impl<'a> Matrix<'a> {
                 "tensor `{name}` has shape {shape:?}; a vocabulary layer needs a 2-D matrix"
             )));
         };
+        if u32::try_from(rows).is_err() {
+            return Err(Error::BadInput(format!(
+                "tensor `{name}` has {rows} rows; token ids are 32-bit, so at most {} rows",
+                u32::MAX
+            )));
+        }
         let elem = (dtype.bits() / 8) as usize;
         let expected = rows.checked_mul(cols).and_then(|n| n.checked_mul(elem));
         if expected != Some(bytes.len()) {
@@ -91,6 +97,20 @@ impl<'a> Matrix<'a> {
             cols,
             elem,
         })
+    }
+
+    /// Row `id` as f32, or an error naming the valid ids when it is out of
+    /// range (for ids that come from the user or a file).
+    pub fn checked_row(&self, id: u64) -> Result<Vec<f32>> {
+        match usize::try_from(id) {
+            Ok(i) if i < self.rows => Ok(self.row(i)),
+            _ => Err(Error::BadInput(format!(
+                "id {id} is out of range: `{}` has {} rows (ids 0..={})",
+                self.name,
+                self.rows,
+                self.rows.saturating_sub(1)
+            ))),
+        }
     }
 
     /// Number of rows (the vocabulary size for an embedding).

@@ -212,9 +212,8 @@ fn choose(
         let cols_ok = hidden.is_none_or(|h| t.shape[1] as u64 == h);
         u8::from(rows_ok) + u8::from(cols_ok)
     };
-    let best = cands.iter().max_by_key(|(_, t)| fits(t)).map(|(_, t)| *t)?;
-    // max_by_key keeps the last maximum; take the first in priority order instead.
-    let top = fits(best);
+    let top = cands.iter().map(|(_, t)| fits(t)).max()?;
+    // The first candidate in priority order among the best fits.
     let chosen = cands
         .iter()
         .find(|(_, t)| fits(t) == top)

@@ -371,3 +371,20 @@ fn bad_queries() {
             .contains("-k 1000 is more than the 341 candidate rows")
     );
 }
+
+#[test]
+fn rows_beyond_32_bit_ids_are_refused_not_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("huge.safetensors");
+    let view = TensorView::new(Dtype::F32, vec![5_000_000_000, 0], &[]).unwrap();
+    safetensors::serialize_to_file(
+        [("embed_tokens.weight", view)],
+        None::<HashMap<String, String>>,
+        &path,
+    )
+    .unwrap();
+    let p = path.display().to_string();
+    for args in [vec!["neighbors", &p, "#0"], vec!["lookup", &p, "--id", "0"]] {
+        fails(&args, "has 5000000000 rows; token ids are 32-bit");
+    }
+}

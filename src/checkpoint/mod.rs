@@ -91,7 +91,7 @@ impl Checkpoint {
             }
             None => None,
         };
-        let mut shards = Vec::with_capacity(sources.shards.len());
+        let mut shards: Vec<Shard> = Vec::with_capacity(sources.shards.len());
         let mut tensors: BTreeMap<String, TensorEntry> = BTreeMap::new();
         for (i, path) in sources.shards.iter().enumerate() {
             let map = map_file(path)?;
@@ -103,7 +103,7 @@ impl Checkpoint {
                         format!(
                             "tensor `{}` is also in `{}`; a tensor must be stored once",
                             t.name,
-                            shards_path(&shards, prev.shard).display()
+                            shards[prev.shard].path.display()
                         ),
                     ));
                 }
@@ -173,10 +173,6 @@ impl Checkpoint {
     pub fn file_of(&self, t: &TensorEntry) -> &Path {
         &self.shards[t.shard].path
     }
-}
-
-fn shards_path(shards: &[Shard], i: usize) -> &Path {
-    &shards[i].path
 }
 
 /// Maps a file read-only. Short files are rejected before mapping.

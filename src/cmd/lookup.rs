@@ -67,16 +67,9 @@ pub fn run(
     let rows = ids
         .into_iter()
         .map(|id| {
-            if id >= m.rows() as u64 {
-                return Err(Error::BadInput(format!(
-                    "id {id} is out of range: `{}` has {} rows (ids 0..={})",
-                    m.name(),
-                    m.rows(),
-                    m.rows().saturating_sub(1)
-                )));
-            }
+            let values = m.checked_row(id)?;
+            // In range, and Matrix::new keeps rows within u32.
             let id = id as u32;
-            let values = m.row(id as usize);
             let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
             Ok(Row {
                 id,

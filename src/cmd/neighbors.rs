@@ -123,11 +123,13 @@ pub fn run(
     let t = roles.matrix(ckpt, which)?;
     let m = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)?;
     let mut notes = Vec::new();
-    let mut resolved = Vec::with_capacity(req.queries.len());
+    let mut terms = Vec::with_capacity(req.queries.len());
+    let mut vectors = Vec::with_capacity(req.queries.len());
     for q in &req.queries {
-        resolved.push(resolve(ckpt, &m, vocab, q, &mut notes)?);
+        let (t, v) = resolve(ckpt, &m, vocab, q, &mut notes)?;
+        terms.push(t);
+        vectors.push(v);
     }
-    let vectors: Vec<Vec<f32>> = resolved.iter().map(|(_, v)| v.clone()).collect();
     let mask = build_mask(ckpt, &m, vocab, &req.filters)?;
     let candidates = mask
         .as_ref()
@@ -143,11 +145,7 @@ pub fn run(
     let exclude_max = if req.include_query {
         0
     } else {
-        resolved
-            .iter()
-            .map(|(terms, _)| own_ids(terms).len())
-            .max()
-            .unwrap_or(0)
+        terms.iter().map(|t| own_ids(t).len()).max().unwrap_or(0)
     };
     ckpt.prefetch(t);
     let progress = Progress::new(req.progress, m.rows() as u64, "scanning");
@@ -162,9 +160,9 @@ pub fn run(
     let queries = req
         .queries
         .iter()
-        .zip(resolved)
+        .zip(terms)
         .zip(lists)
-        .map(|((spec, (terms, _)), hits)| {
+        .map(|((spec, terms), hits)| {
             let own = own_ids(&terms);
             let results = hits
                 .into_iter()
@@ -282,7 +280,7 @@ fn resolve(
             }
             let mut mean = vec![0f32; m.cols()];
             for &id in &ids {
-                let row = row_of(m, id)?;
+                let row = m.checked_row(u64::from(id))?;
                 mean.iter_mut().zip(&row).for_each(|(a, b)| *a += b);
             }
             let n = ids.len() as f32;
@@ -303,7 +301,9 @@ fn resolve(
             let mut sum = vec![0f32; m.cols()];
             for (sign, word) in parts {
                 let id = term_id(ckpt, vocab, &word, notes)?;
-                let row = row_of(m, id)?;
+                let row = m.checked_row(id)?;
+                // In range, and Matrix::new keeps rows within u32.
+                let id = id as u32;
                 if single {
                     sum = row;
                 } else {
@@ -329,39 +329,28 @@ fn resolve(
     }
 }
 
-fn row_of(m: &Matrix, id: u32) -> Result<Vec<f32>> {
-    if id as usize >= m.rows() {
-        return Err(Error::BadInput(format!(
-            "id {id} is out of range: `{}` has {} rows (ids 0..={})",
-            m.name(),
-            m.rows(),
-            m.rows().saturating_sub(1)
-        )));
-    }
-    Ok(m.row(id as usize))
-}
-
 /// The row of one term: `#ID`, or a word resolved in the vocabulary.
 fn term_id(
     ckpt: &Checkpoint,
     vocab: Option<&Vocab>,
     word: &str,
     notes: &mut Vec<String>,
-) -> Result<u32> {
+) -> Result<u64> {
     if let Some(num) = word
         .strip_prefix('#')
         .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     {
+        // Digits only: parsing fails on overflow alone.
         return num
-            .parse::<u32>()
-            .map_err(|_| Error::BadInput(format!("`{word}`: id is out of range")));
+            .parse::<u64>()
+            .map_err(|_| Error::BadInput(format!("`{word}` is not a row id: more than 64 bits")));
     }
     let v = need_vocab(ckpt, vocab, &format!("query `{word}`"))?;
     if let Some((id, raw)) = v.resolve_word(word) {
         if raw != word {
             notes.push(format!("`{word}`: using entry `{raw}` (#{id})"));
         }
-        return Ok(id);
+        return Ok(u64::from(id));
     }
     // Not one entry: say what it is made of, when the tokenizer can tell.
     if let Ok(ids) = v.encode(word, false)

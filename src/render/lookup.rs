@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Human, Style, table};
+use super::{Style, table};
 use crate::cmd::lookup::LookupReport;
 use crate::{Error, Result};
 
@@ -43,12 +43,6 @@ pub fn lookup_table(r: &LookupReport, full: bool, style: &Style) -> String {
         r.shape[1]
     )));
     out
-}
-
-impl Human for LookupReport {
-    fn human(&self, style: &Style) -> String {
-        lookup_table(self, false, style)
-    }
 }
 
 /// A token shown between quotes, so leading spaces are visible (control
