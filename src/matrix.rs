@@ -358,8 +358,10 @@ mod tests {
             err.to_string().contains("needs 24 bytes, found 16"),
             "{err}"
         );
-        let err = Matrix::new("w", &bytes, Dtype::F32, &[usize::MAX, 3]).unwrap_err();
+        let err = Matrix::new("w", &bytes, Dtype::F32, &[3, usize::MAX]).unwrap_err();
         assert!(err.to_string().contains("more than usize::MAX"), "{err}");
+        let err = Matrix::new("w", &bytes, Dtype::F32, &[usize::MAX, 3]).unwrap_err();
+        assert!(err.to_string().contains("token ids are 32-bit"), "{err}");
         assert!(Matrix::new("w", &bytes, Dtype::F32, &[0, 4]).is_err());
         assert_eq!(
             Matrix::new("w", &[], Dtype::F32, &[0, 4]).unwrap().rows(),
