@@ -177,7 +177,12 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             let (ckpt, roles) = open(&args.model, cli)?;
             let vocab = load_vocab(&ckpt)?;
             let progress = !cli.global.quiet && !cli.global.no_progress;
-            let report = cmd::check::run(&ckpt, &roles, vocab.as_ref(), progress);
+            let check = cmd::check::Check::start(&ckpt, &roles, vocab.as_ref());
+            if !json {
+                // Header findings need no value pass: show them before it.
+                render::stdout(render::check::early(check.early(), &style).as_bytes())?;
+            }
+            let report = check.finish(progress);
             render::emit(&report, json, &style)?;
             let threshold = match args.fail_on {
                 FailOn::Error => Severity::Error,

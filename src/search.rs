@@ -31,7 +31,7 @@ use crate::progress::Progress;
 use kernels::Kernel;
 
 /// Raw bytes per block of rows for [`scan`].
-const SCAN_BLOCK_BYTES: usize = 256 * 1024;
+const SCAN_BLOCK_BYTES: usize = 1 << 20;
 
 /// How a row is scored against a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,34 +152,28 @@ fn top_k_with(
 
 /// Visits the whole matrix once on all cores, a block of rows at a time.
 ///
-/// Each worker starts from `init()`; `visit(state, first_row, block, raw)`
-/// sees `block`, the rows from `first_row` converted to f32 (`rows * cols`
-/// values, row-major), and `raw`, the same rows' stored bytes. States of
-/// adjacent row ranges are combined by `merge(left, right)`, so with an
-/// associative `merge` the result does not depend on the number of threads.
+/// Each worker starts from `init()`; `visit(state, first_row, raw)` sees
+/// the stored bytes of whole rows from `first_row` on, and reads them as it
+/// likes (in place, or converted a row at a time). States of adjacent row
+/// ranges are combined by `merge(left, right)`, so with an associative
+/// `merge` the result does not depend on the number of threads.
 pub fn scan<S: Send>(
     m: &Matrix,
     progress: &Progress,
     init: impl Fn() -> S + Sync,
-    visit: impl Fn(&mut S, usize, &[f32], &[u8]) + Sync,
+    visit: impl Fn(&mut S, usize, &[u8]) + Sync,
     merge: impl Fn(S, S) -> S + Sync,
 ) -> S {
     let rows = m.rows();
     let block_rows = block_rows(m, SCAN_BLOCK_BYTES);
     let state = (0..rows.div_ceil(block_rows))
         .into_par_iter()
-        .fold(
-            || (init(), Vec::new()),
-            |(mut state, mut buf): (S, Vec<f32>), b| {
-                let range = b * block_rows..((b + 1) * block_rows).min(rows);
-                buf.resize(range.len() * m.cols(), 0.0);
-                m.block_into(range.clone(), &mut buf);
-                visit(&mut state, range.start, &buf, m.block_bytes(range.clone()));
-                progress.inc(range.len() as u64);
-                (state, buf)
-            },
-        )
-        .map(|(state, _)| state)
+        .fold(&init, |mut state, b| {
+            let range = b * block_rows..((b + 1) * block_rows).min(rows);
+            visit(&mut state, range.start, m.block_bytes(range.clone()));
+            progress.inc(range.len() as u64);
+            state
+        })
         .reduce_with(&merge);
     progress.finish();
     state.unwrap_or_else(init)

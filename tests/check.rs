@@ -196,6 +196,30 @@ fn human_output_has_one_line_per_finding_and_a_summary() {
 }
 
 #[test]
+fn header_findings_are_printed_before_value_findings() {
+    // config-dtype-differs is known from the headers, norm-summary only
+    // after the value pass; vocab-padding waits for the pass, which says
+    // what the padding rows hold.
+    let text = |name: &str| {
+        let out = embscope().args(["check", &fixture(name)]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let t = text("defects/config-dtype-differs");
+    let lines: Vec<&str> = t.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert!(lines[0].starts_with("info  config-dtype-differs"), "{t}");
+    assert!(lines[1].starts_with("info  norm-summary"), "{t}");
+    assert!(
+        t.contains(
+            "      tensors: model.embed_tokens.weight (dtype BF16), lm_head.weight (dtype BF16)"
+        ),
+        "{t}"
+    );
+    let t = text("defects/vocab-padding");
+    assert!(t.starts_with("info  vocab-padding"), "{t}");
+    assert!(t.contains("in `lm_head.weight` they are all zero"), "{t}");
+}
+
+#[test]
 fn unreadable_input_is_exit_2() {
     fails(
         &["check", &fixture("broken/truncated.safetensors")],

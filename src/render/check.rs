@@ -1,5 +1,6 @@
 //! Text for `check`: one line per finding (severity, code, message), its
-//! listed evidence indented below, and a summary line.
+//! listed evidence indented below, and a summary line. The findings known
+//! before the value pass are printed first, as soon as they are known.
 
 use std::fmt::Write;
 
@@ -7,7 +8,7 @@ use anstyle::AnsiColor;
 use serde_json::Value;
 
 use super::{Human, Style};
-use crate::cmd::check::{CheckReport, Severity};
+use crate::cmd::check::{CheckReport, Finding, Severity};
 
 fn severity(style: &Style, s: Severity) -> String {
     let color = match s {
@@ -24,7 +25,7 @@ fn inline(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
         Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(inline).collect::<Vec<_>>().join(", "),
+        Value::Array(items) => items.iter().map(item).collect::<Vec<_>>().join(", "),
         Value::Object(map) if map.contains_key("id") && map.contains_key("token") => {
             let mut s = map["id"].to_string();
             if let Value::String(t) = &map["token"] {
@@ -52,29 +53,74 @@ fn inline(v: &Value) -> String {
     }
 }
 
+/// A list item: an object naming a tensor, file or token (without an id)
+/// reads `name (key value, …)`; anything else as [`inline`].
+fn item(v: &Value) -> String {
+    let Value::Object(map) = v else {
+        return inline(v);
+    };
+    let Some((key, Value::String(name))) = map
+        .iter()
+        .find(|(k, v)| ["tensor", "file", "token"].contains(&k.as_str()) && v.is_string())
+    else {
+        return inline(v);
+    };
+    if map.contains_key("id") {
+        return inline(v);
+    };
+    let rest: Vec<String> = map
+        .iter()
+        .filter(|(k, _)| *k != key)
+        .map(|(k, v)| format!("{k} {}", inline(v)))
+        .collect();
+    if rest.is_empty() {
+        name.clone()
+    } else {
+        format!("{name} ({})", rest.join(", "))
+    }
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// One finding: severity, code and message on a line, its listed
+/// evidence indented below.
+fn finding(out: &mut String, style: &Style, f: &Finding) {
+    let _ = writeln!(
+        out,
+        "{} {}  {}",
+        severity(style, f.severity),
+        style.bold(f.code),
+        f.message
+    );
+    // Scalars are in the message already; lists (ids with their tokens,
+    // groups, files) are the evidence worth a line. --json has everything.
+    if let Value::Object(map) = &f.evidence {
+        for (k, v) in map.iter().filter(|(_, v)| v.is_array()) {
+            let _ = writeln!(out, "      {}", style.dim(&format!("{k}: {}", inline(v))));
+        }
+    }
+}
+
+/// The findings known before the value pass ([`Check::early`]), shown
+/// while it runs.
+///
+/// [`Check::early`]: crate::cmd::check::Check::early
+pub fn early<'a>(findings: impl Iterator<Item = &'a Finding>, style: &Style) -> String {
+    let mut out = String::new();
+    for f in findings {
+        finding(&mut out, style, f);
+    }
+    out
+}
+
+/// The findings not shown by [`early`], then the summary line.
 impl Human for CheckReport {
     fn human(&self, style: &Style) -> String {
         let mut out = String::new();
-        for f in &self.findings {
-            let _ = writeln!(
-                out,
-                "{} {}  {}",
-                severity(style, f.severity),
-                style.bold(f.code),
-                f.message
-            );
-            // Scalars are in the message already; lists (ids with their
-            // tokens, groups, files) are the evidence worth a line. --json
-            // has everything.
-            if let Value::Object(map) = &f.evidence {
-                for (k, v) in map.iter().filter(|(_, v)| v.is_array()) {
-                    let _ = writeln!(out, "      {}", style.dim(&format!("{k}: {}", inline(v))));
-                }
-            }
+        for f in self.findings.iter().filter(|f| !f.early) {
+            finding(&mut out, style, f);
         }
         let c = &self.counts;
         let _ = writeln!(
@@ -102,5 +148,13 @@ mod tests {
             "3 \"x\", 4"
         );
         assert_eq!(inline(&json!({"a": 1, "b": [1, 2]})), "a: 1; b: [1, 2]");
+        assert_eq!(
+            inline(&json!([{"tensor": "e", "dtype": "BF16"}, {"file": "c.json"}])),
+            "e (dtype BF16), c.json"
+        );
+        assert_eq!(
+            inline(&json!([{"token": "[SEP]", "a_id": 6}, {"id": 3, "token": "x"}])),
+            "[SEP] (a_id 6), 3 \"x\""
+        );
     }
 }

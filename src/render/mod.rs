@@ -1,7 +1,7 @@
 //! Output in one place: every report is plain data that derives `Serialize`
 //! (`--json` prints it as one document) and implements [`Human`] for text.
 
-mod check;
+pub mod check;
 mod info;
 pub mod lookup;
 mod neighbors;

@@ -226,32 +226,28 @@ fn results_do_not_depend_on_thread_count() {
 #[test]
 fn scan_sees_every_row_once_in_order() {
     let (rows, cols) = (5000, 40);
-    let (bytes, stored) = store(&values(rows * cols, 3), Dtype::F16);
+    let (bytes, _) = store(&values(rows * cols, 3), Dtype::F16);
     let m = Matrix::new("t", &bytes, Dtype::F16, &[rows, cols]).unwrap();
-    let (firsts, sum, raw) = scan(
+    let (firsts, seen) = scan(
         &m,
         &Progress::hidden(),
-        || (Vec::new(), 0f64, 0usize),
-        |s, first, block, raw| {
-            assert_eq!(block.len() % cols, 0);
-            assert_eq!(raw.len(), block.len() * 2);
-            assert_eq!(block, &stored[first * cols..first * cols + block.len()]);
+        || (Vec::new(), 0usize),
+        |s, first, raw| {
+            assert_eq!(raw.len() % (2 * cols), 0);
+            assert_eq!(raw, &bytes[first * cols * 2..first * cols * 2 + raw.len()]);
             s.0.push(first);
-            s.1 += block.iter().map(|&x| f64::from(x)).sum::<f64>();
-            s.2 += raw.len();
+            s.1 += raw.len();
         },
         |mut a, b| {
             a.0.extend(b.0);
-            (a.0, a.1 + b.1, a.2 + b.2)
+            (a.0, a.1 + b.1)
         },
     );
     assert!(firsts.windows(2).all(|w| w[0] < w[1]) && firsts[0] == 0);
-    assert_eq!(raw, bytes.len());
-    let want: f64 = stored.iter().map(|&x| f64::from(x)).sum();
-    assert!((sum - want).abs() < 1e-6, "{sum} vs {want}");
+    assert_eq!(seen, bytes.len());
     let empty = Matrix::new("e", &[], Dtype::F16, &[0, 4]).unwrap();
     assert_eq!(
-        scan(&empty, &Progress::hidden(), || 7, |_, _, _, _| {}, |a, _| a),
+        scan(&empty, &Progress::hidden(), || 7, |_, _, _| {}, |a, _| a),
         7
     );
 }

@@ -12,7 +12,7 @@ mod parse;
 mod readable;
 mod special;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -367,43 +367,48 @@ impl Vocab {
     /// ids, over model vocab and added tokens (an added token repeating its
     /// vocab entry is not a duplicate). Ids ascending, then tokens sorted.
     pub fn duplicates(&self) -> Vec<Duplicate> {
-        let mut by_id: HashMap<u32, Vec<&str>> = HashMap::new();
-        let mut by_token: HashMap<&str, Vec<u32>> = HashMap::new();
+        // An id is duplicated when some entry's string differs from the one
+        // it resolves to.
+        let resolved = |id: u32| &self.entries[self.by_id[id as usize] as usize].token;
+        let mut dup_id = vec![false; self.by_id.len()];
         for e in &self.entries {
-            let tokens = by_id.entry(e.id).or_default();
-            if !tokens.contains(&e.token.as_str()) {
-                tokens.push(&e.token);
-            }
-            let ids = by_token.entry(&e.token).or_default();
-            if !ids.contains(&e.id) {
-                ids.push(e.id);
+            if e.token != *resolved(e.id) {
+                dup_id[e.id as usize] = true;
             }
         }
-        let mut ids: Vec<Duplicate> = by_id
-            .into_iter()
-            .filter(|(_, tokens)| tokens.len() > 1)
-            .map(|(id, tokens)| Duplicate::Id {
-                id,
-                tokens: tokens.into_iter().map(str::to_string).collect(),
-            })
-            .collect();
-        ids.sort_by_key(|d| match d {
-            Duplicate::Id { id, .. } => *id,
-            Duplicate::Token { .. } => 0,
-        });
-        let mut tokens: Vec<(&str, Vec<u32>)> = by_token
-            .into_iter()
-            .filter(|(_, ids)| ids.len() > 1)
-            .collect();
-        tokens.sort();
-        ids.extend(tokens.into_iter().map(|(token, mut ids)| {
-            ids.sort_unstable();
-            Duplicate::Token {
-                token: token.to_string(),
-                ids,
+        let mut by_id: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+        for e in self.entries.iter().filter(|e| dup_id[e.id as usize]) {
+            let tokens = by_id.entry(e.id).or_default();
+            if !tokens.contains(&e.token) {
+                tokens.push(e.token.clone());
             }
-        }));
-        ids
+        }
+        // A string is duplicated when an entry's id differs from the first
+        // id seen for it.
+        let mut first: foldhash::HashMap<&str, u32> =
+            foldhash::HashMap::with_capacity_and_hasher(self.entries.len(), Default::default());
+        let mut pairs: Vec<(&str, u32)> = Vec::new();
+        for e in &self.entries {
+            let seen = *first.entry(&e.token).or_insert(e.id);
+            if seen != e.id {
+                pairs.extend([(e.token.as_str(), seen), (e.token.as_str(), e.id)]);
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut out: Vec<Duplicate> = by_id
+            .into_iter()
+            .map(|(id, tokens)| Duplicate::Id { id, tokens })
+            .collect();
+        out.extend(
+            pairs
+                .chunk_by(|a, b| a.0 == b.0)
+                .map(|run| Duplicate::Token {
+                    token: run[0].0.to_string(),
+                    ids: run.iter().map(|&(_, id)| id).collect(),
+                }),
+        );
+        out
     }
 }
 

@@ -5,6 +5,7 @@
 //! `values`), which also says what the unreachable rows hold.
 
 mod header;
+mod rows;
 mod special;
 mod values;
 
@@ -49,6 +50,10 @@ pub struct Finding {
     pub message: String,
     /// The facts behind it: counts, ids with readable tokens, tensor names, files.
     pub evidence: Value,
+    /// Known before the value pass, which does not amend it: text output
+    /// shows these while the pass runs (see [`Check::early`]).
+    #[serde(skip)]
+    pub early: bool,
 }
 
 impl Finding {
@@ -58,6 +63,7 @@ impl Finding {
             code,
             message,
             evidence,
+            early: false,
         }
     }
 }
@@ -140,24 +146,54 @@ pub(crate) struct Subject<'a> {
     pub head: Option<&'a TensorEntry>,
 }
 
-/// Runs every check. `progress` says whether progress bars may be drawn
-/// for the value pass.
-pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>, progress: bool) -> CheckReport {
-    let embedding = roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name));
-    let head = roles.head.as_ref().and_then(|c| ckpt.tensor(&c.name));
-    let s = Subject {
-        ckpt,
-        roles,
-        vocab,
-        embedding,
-        head,
-    };
-    // Header-only findings first: they never wait for, or depend on, the value pass.
-    let mut findings = header::findings(&s);
-    findings.extend(special::findings(&s));
-    let from_values = values::findings(&s, &mut findings, progress);
-    findings.extend(from_values);
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+/// A check under way: the header-only findings (sizes, special tokens,
+/// tie, dtypes, tokenizer self-consistency) are known, from headers and
+/// small files; the value pass over the matrices is still to run.
+pub struct Check<'a> {
+    s: Subject<'a>,
+    findings: Vec<Finding>,
+}
+
+impl<'a> Check<'a> {
+    /// Computes the header-only findings.
+    pub fn start(ckpt: &'a Checkpoint, roles: &'a Roles, vocab: Option<&'a Vocab>) -> Self {
+        let s = Subject {
+            ckpt,
+            roles,
+            vocab,
+            embedding: roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name)),
+            head: roles.head.as_ref().and_then(|c| ckpt.tensor(&c.name)),
+        };
+        let mut findings = header::findings(&s);
+        findings.extend(special::findings(&s));
+        for f in &mut findings {
+            // The value pass says what the unreachable rows hold.
+            f.early = !header::UNREACHABLE_CODES.contains(&f.code);
+        }
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        Check { s, findings }
+    }
+
+    /// The findings that need no value pass, errors first: they can be
+    /// shown before it runs. The final report has them too, marked `early`.
+    pub fn early(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.early)
+    }
+
+    /// Runs the value pass (one streaming pass per stored matrix, with a
+    /// progress bar when `progress`) and returns the whole report.
+    pub fn finish(self, progress: bool) -> CheckReport {
+        let Check { s, mut findings } = self;
+        let from_values = values::findings(&s, &mut findings, progress);
+        findings.extend(from_values);
+        // Stable: early findings keep their place within a severity.
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        report(&s, findings)
+    }
+}
+
+/// The report from all findings, sorted.
+fn report(s: &Subject, findings: Vec<Finding>) -> CheckReport {
     let mut counts = Counts::default();
     for f in &findings {
         match f.severity {
@@ -167,10 +203,10 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>, progress: bo
         }
     }
     CheckReport {
-        model: ckpt.model.clone(),
-        embedding: embedding.map(|t| t.name.clone()),
-        head: head.map(|t| t.name.clone()),
-        tokenizer_size: vocab.map(Vocab::size),
+        model: s.ckpt.model.clone(),
+        embedding: s.embedding.map(|t| t.name.clone()),
+        head: s.head.map(|t| t.name.clone()),
+        tokenizer_size: s.vocab.map(Vocab::size),
         findings,
         counts,
     }

@@ -7,11 +7,10 @@
 //! The pass keeps one f32 norm and one u64 hash per row (1.5 MB for a
 //! 128k vocabulary) and never copies the matrix.
 
-use std::collections::HashMap;
-
 use serde_json::{Value, json};
 
 use super::header::UNREACHABLE_CODES;
+use super::rows;
 use super::{Finding, MAX_LISTED, Severity, Subject, id_list, ids_phrase};
 use crate::checkpoint::TensorEntry;
 use crate::matrix::Matrix;
@@ -47,6 +46,8 @@ struct Part {
     nan: Vec<u32>,
     inf: Vec<u32>,
     zero: Vec<u32>,
+    /// A buffer for converting rows.
+    scratch: Vec<f32>,
 }
 
 impl Part {
@@ -59,95 +60,33 @@ impl Part {
     }
 }
 
-/// Sum of squares in f32 over eight lanes (vectorises).
-fn sum_squares(v: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let chunks = v.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (a, x) in acc.iter_mut().zip(c) {
-            *a += x * x;
-        }
-    }
-    acc.iter().sum::<f32>() + tail.iter().map(|x| x * x).sum::<f32>()
-}
-
-/// A fast 64-bit hash of raw bytes over four lanes (duplicates are
-/// confirmed byte for byte, so only speed and spread matter).
-pub(crate) fn hash_bytes(b: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h: [u64; 4] = [
-        0x243F_6A88_85A3_08D3,
-        0x1319_8A2E_0370_7344,
-        0xA409_3822_299F_31D0,
-        0x082E_FA98_EC4E_6C89,
-    ];
-    let chunks = b.chunks_exact(32);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (lane, w) in h.iter_mut().zip(c.chunks_exact(8)) {
-            let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-            *lane = (*lane ^ w).wrapping_mul(K).rotate_left(31);
-        }
-    }
-    let mut last = [0u8; 32];
-    last[..tail.len()].copy_from_slice(tail);
-    for (lane, w) in h.iter_mut().zip(last.chunks_exact(8)) {
-        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-        *lane = (*lane ^ w).wrapping_mul(K).rotate_left(31);
-    }
-    let mut x = (b.len() as u64).wrapping_mul(K);
-    for lane in h {
-        x = (x ^ lane)
-            .wrapping_mul(0xBF58_476D_1CE4_E5B9)
-            .rotate_left(27);
-    }
-    x ^ (x >> 31)
-}
-
 /// The single streaming pass over `m`.
 pub(crate) fn scan(m: &Matrix, progress: &Progress) -> Stats {
-    let cols = m.cols();
+    let (dtype, cols) = (m.dtype(), m.cols());
     let part = search::scan(
         m,
         progress,
         Part::default,
-        |part: &mut Part, first: usize, block: &[f32], raw: &[u8]| {
-            let n = block.len().checked_div(cols).unwrap_or(0);
-            let row_bytes = m.row_len_bytes();
-            let mut norms = Vec::with_capacity(n);
-            let mut hashes = Vec::with_capacity(n);
-            for i in 0..n {
+        |part: &mut Part, first: usize, raw: &[u8]| {
+            let mut rows = Vec::new();
+            rows::summarize(dtype, cols, raw, &mut part.scratch, &mut rows);
+            for (i, r) in rows.iter().enumerate() {
                 let id = (first + i) as u32;
-                let v = &block[i * cols..(i + 1) * cols];
-                let mut ss = sum_squares(v);
-                if !ss.is_finite() {
-                    let nan = v.iter().any(|x| x.is_nan());
-                    let inf = v.iter().any(|x| x.is_infinite());
-                    if nan {
-                        part.nan.push(id);
-                    }
-                    if inf {
-                        part.inf.push(id);
-                    }
-                    ss = if nan || inf {
-                        f32::NAN
-                    } else {
-                        // Finite values whose squares overflow f32.
-                        v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>() as f32
-                    };
-                } else if ss == 0.0 {
-                    if v.iter().all(|&x| x == 0.0) {
-                        part.zero.push(id);
-                    } else {
-                        // Squares of tiny values underflowed.
-                        ss = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>() as f32;
+                for (flag, list) in [
+                    (r.nan, &mut part.nan),
+                    (r.inf, &mut part.inf),
+                    (r.zero, &mut part.zero),
+                ] {
+                    if flag {
+                        list.push(id);
                     }
                 }
-                norms.push(ss.sqrt());
-                hashes.push(hash_bytes(&raw[i * row_bytes..(i + 1) * row_bytes]));
             }
-            part.blocks.push((first, norms, hashes));
+            part.blocks.push((
+                first,
+                rows.iter().map(|r| r.norm).collect(),
+                rows.iter().map(|r| r.hash).collect(),
+            ));
         },
         Part::merge,
     );
@@ -437,27 +376,25 @@ fn duplicates(
     live: &[(u32, f32)],
     out: &mut Vec<Finding>,
 ) {
-    let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
-    for &(id, _) in live {
-        by_hash
-            .entry(stats.hashes[id as usize])
-            .or_default()
-            .push(id);
-    }
+    // Rows with equal hashes end up next to each other.
+    let mut by_hash: Vec<(u64, u32)> = live
+        .iter()
+        .map(|&(id, _)| (stats.hashes[id as usize], id))
+        .collect();
+    by_hash.sort_unstable();
     let mut groups: Vec<Vec<u32>> = Vec::new();
-    for (_, ids) in by_hash.into_iter().filter(|(_, ids)| ids.len() > 1) {
-        // Confirm byte for byte: split a hash bucket into equal-byte groups.
-        let mut rest = ids;
-        while let Some(first) = rest.first().copied() {
-            let row = m.row_bytes(first as usize);
-            let (same, other): (Vec<u32>, Vec<u32>) = rest
-                .into_iter()
-                .partition(|&id| m.row_bytes(id as usize) == row);
-            if same.len() > 1 {
-                groups.push(same);
-            }
-            rest = other;
-        }
+    for bucket in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|b| b.len() > 1) {
+        // Confirm byte for byte: sorting the bucket by the rows' bytes puts
+        // equal rows next to each other in O(n log n) comparisons, however
+        // many rows a crafted file makes collide.
+        let bytes = |id: &u32| m.row_bytes(*id as usize);
+        let mut ids: Vec<u32> = bucket.iter().map(|&(_, id)| id).collect();
+        ids.sort_by(|a, b| bytes(a).cmp(bytes(b)).then(a.cmp(b)));
+        groups.extend(
+            ids.chunk_by(|a, b| bytes(a) == bytes(b))
+                .filter(|g| g.len() > 1)
+                .map(<[u32]>::to_vec),
+        );
     }
     if groups.is_empty() {
         return;
@@ -619,26 +556,5 @@ mod tests {
         assert_eq!(classify(&[0.02, 0.021], Some(1.0)), "random");
         assert_eq!(classify(&[5.0, 6.0], Some(1.0)), "random");
         assert_eq!(classify(&[1.0], None), "random");
-    }
-
-    #[test]
-    fn hash_sees_every_byte() {
-        let a: Vec<u8> = (0..77).collect();
-        let mut seen = std::collections::HashSet::new();
-        assert!(seen.insert(hash_bytes(&a)));
-        for i in 0..a.len() {
-            let mut b = a.clone();
-            b[i] ^= 1;
-            assert!(seen.insert(hash_bytes(&b)), "byte {i}");
-        }
-        assert!(seen.insert(hash_bytes(&a[..76])));
-        assert_eq!(hash_bytes(&a), hash_bytes(&a.clone()));
-    }
-
-    #[test]
-    fn sum_squares_matches_plain_sum() {
-        let v: Vec<f32> = (0..21).map(|i| i as f32 * 0.5).collect();
-        let plain: f32 = v.iter().map(|x| x * x).sum();
-        assert!((sum_squares(&v) - plain).abs() < 1e-3);
     }
 }

@@ -1,0 +1,344 @@
+//! What the value pass learns about each row, straight from its stored
+//! bytes: the sum of squares, whether it holds NaN, infinities or only
+//! zeros, and a hash of the bytes for finding duplicates.
+//!
+//! BF16 and F32 rows are read in place; other dtypes are converted to f32
+//! a row at a time. Only the sum of squares is computed for every row: a
+//! NaN or an infinity shows in it, and so does a zero row, so only rows
+//! whose sum is 0, NaN or infinite are looked at value by value. The loops are plain Rust, compiled as well for
+//! AVX-512 and for AVX2 + FMA, and the widest the CPU has is chosen at run
+//! time. Squares are summed in f32, and again in f64 when f32 overflows or
+//! underflows.
+
+use crate::dtype::Dtype;
+use crate::matrix::convert;
+
+/// One row's summary.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct RowSummary {
+    /// The L2 norm; NaN when the row holds NaN or an infinity.
+    pub norm: f32,
+    /// The row holds a NaN.
+    pub nan: bool,
+    /// The row holds an infinity.
+    pub inf: bool,
+    /// Every value is +0 or -0.
+    pub zero: bool,
+    /// A hash of the row's stored bytes (see [`hash_row`]).
+    pub hash: u64,
+}
+
+/// Summaries of the whole rows of `cols` values of `dtype` stored in `raw`,
+/// appended to `out`; `scratch` is a buffer for conversions.
+///
+/// `dtype` must be one [`Matrix`](crate::matrix::Matrix) reads, and
+/// `raw.len()` a multiple of the row size.
+pub(crate) fn summarize(
+    dtype: Dtype,
+    cols: usize,
+    raw: &[u8],
+    scratch: &mut Vec<f32>,
+    out: &mut Vec<RowSummary>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU has the features the function is compiled for
+            // (checked just above).
+            return unsafe { summarize_avx512(dtype, cols, raw, scratch, out) };
+        }
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { summarize_avx2(dtype, cols, raw, scratch, out) };
+        }
+    }
+    summarize_with::<false>(dtype, cols, raw, scratch, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,fma")]
+fn summarize_avx512(
+    dtype: Dtype,
+    cols: usize,
+    raw: &[u8],
+    scratch: &mut Vec<f32>,
+    out: &mut Vec<RowSummary>,
+) {
+    summarize_with::<true>(dtype, cols, raw, scratch, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn summarize_avx2(
+    dtype: Dtype,
+    cols: usize,
+    raw: &[u8],
+    scratch: &mut Vec<f32>,
+    out: &mut Vec<RowSummary>,
+) {
+    summarize_with::<true>(dtype, cols, raw, scratch, out);
+}
+
+/// The body of [`summarize`]; `FMA` says whether fused multiply-adds are
+/// cheap on the target it is compiled for.
+#[inline(always)]
+fn summarize_with<const FMA: bool>(
+    dtype: Dtype,
+    cols: usize,
+    raw: &[u8],
+    scratch: &mut Vec<f32>,
+    out: &mut Vec<RowSummary>,
+) {
+    let row_bytes = cols * dtype.bits() as usize / 8;
+    if row_bytes == 0 {
+        return;
+    }
+    scratch.resize(cols, 0.0);
+    for row in raw.chunks_exact(row_bytes) {
+        let sum = match dtype {
+            Dtype::BF16 => bf16_squares::<FMA>(row),
+            Dtype::F32 => f32_squares::<FMA>(row),
+            _ => {
+                convert(dtype, row, scratch);
+                squares::<FMA>(scratch)
+            }
+        };
+        let mut s = RowSummary {
+            norm: sum.sqrt(),
+            nan: false,
+            inf: false,
+            zero: false,
+            hash: hash_row(row),
+        };
+        // A NaN or an infinity makes the sum NaN or infinite, and only a
+        // zero row (or one of tiny values) sums to 0: the rare rows that do
+        // either get a closer look.
+        if !(sum > 0.0 && sum.is_finite()) {
+            convert(dtype, row, scratch);
+            s.nan = scratch.iter().any(|x| x.is_nan());
+            s.inf = scratch.iter().any(|x| x.is_infinite());
+            s.zero = scratch.iter().all(|&x| x == 0.0);
+            s.norm = if s.nan || s.inf {
+                f32::NAN
+            } else {
+                // Squares that overflow or underflow f32.
+                scratch
+                    .iter()
+                    .map(|&x| f64::from(x) * f64::from(x))
+                    .sum::<f64>()
+                    .sqrt() as f32
+            };
+        }
+        out.push(s);
+    }
+}
+
+/// `acc + x * x`, fused when `FMA`.
+#[inline(always)]
+fn add_square<const FMA: bool>(acc: f32, x: f32) -> f32 {
+    if FMA { x.mul_add(x, acc) } else { acc + x * x }
+}
+
+/// The sum of squares of a stored BF16 row, in f32. The row is read as
+/// 32-bit words: a word's high half is one value's f32 bit pattern once
+/// the low half is masked off, and its low half shifted up is the other's.
+#[inline(always)]
+fn bf16_squares<const FMA: bool>(row: &[u8]) -> f32 {
+    let mut sums = [0f32; 32];
+    let (chunks, tail) = row.as_chunks::<64>();
+    for c in chunks {
+        for l in 0..16 {
+            let w = u32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
+            sums[l] = add_square::<FMA>(sums[l], f32::from_bits(w << 16));
+            sums[16 + l] = add_square::<FMA>(sums[16 + l], f32::from_bits(w & 0xFFFF_0000));
+        }
+    }
+    let tail = tail
+        .chunks_exact(2)
+        .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16));
+    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+}
+
+/// The sum of squares of a stored F32 row, in f32.
+#[inline(always)]
+fn f32_squares<const FMA: bool>(row: &[u8]) -> f32 {
+    let mut sums = [0f32; 32];
+    let (chunks, tail) = row.as_chunks::<128>();
+    for c in chunks {
+        for (l, sum) in sums.iter_mut().enumerate() {
+            let x = f32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
+            *sum = add_square::<FMA>(*sum, x);
+        }
+    }
+    let tail = tail
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+}
+
+/// The sum of squares of values already converted to f32.
+#[inline(always)]
+fn squares<const FMA: bool>(row: &[f32]) -> f32 {
+    let mut sums = [0f32; 16];
+    let (chunks, tail) = row.as_chunks::<16>();
+    for c in chunks {
+        for (sum, &x) in sums.iter_mut().zip(c) {
+            *sum = add_square::<FMA>(*sum, x);
+        }
+    }
+    sums.iter().sum::<f32>() + tail.iter().map(|x| x * x).sum::<f32>()
+}
+
+/// Starting keys of the eight hash lanes (hex digits of pi).
+const KEYS: [u64; 8] = [
+    0x243F_6A88_85A3_08D3,
+    0x1319_8A2E_0370_7344,
+    0xA409_3822_299F_31D0,
+    0x082E_FA98_EC4E_6C89,
+    0x4528_21E6_38D0_1377,
+    0xBE54_66CF_34E9_0C6C,
+    0xC0AC_29B7_C97C_50DD,
+    0x3F84_D5B5_B547_0917,
+];
+
+/// A fast 64-bit hash of `bytes`, in the manner of XXH3's accumulate step:
+/// eight lanes each add a word and the product of the word's halves mixed
+/// with a key (a 32 × 32 → 64-bit multiply, which every SIMD unit has),
+/// then rotate, so a word's place in the row matters. It is not resistant
+/// to crafted collisions; duplicates are confirmed by comparing bytes, in
+/// `O(n log n)` even when every row collides.
+#[inline(always)]
+pub(crate) fn hash_row(bytes: &[u8]) -> u64 {
+    let mut acc = KEYS;
+    // The rotation also keeps the compiler from vectorising across stripes
+    // (gathers) instead of across the eight lanes of one stripe.
+    let mut mix = |stripe: &[u8]| {
+        for l in 0..8 {
+            let w = u64::from_le_bytes(stripe[8 * l..8 * l + 8].try_into().expect("8 bytes"));
+            let k = w ^ KEYS[l];
+            acc[l] = acc[l]
+                .wrapping_add(w)
+                .wrapping_add((k & 0xFFFF_FFFF).wrapping_mul(k >> 32))
+                .rotate_left(29);
+        }
+    };
+    let stripes = bytes.chunks_exact(64);
+    let tail = stripes.remainder();
+    for s in stripes {
+        mix(s);
+    }
+    let mut last = [0u8; 64];
+    last[..tail.len()].copy_from_slice(tail);
+    mix(&last);
+    let mut h = (bytes.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for a in acc {
+        h = (h ^ a).wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(27);
+    }
+    h ^ (h >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    fn bytes_of(dtype: Dtype, v: &[f32]) -> Vec<u8> {
+        match dtype {
+            Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Dtype::BF16 => v
+                .iter()
+                .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+                .collect(),
+            Dtype::F16 => v
+                .iter()
+                .flat_map(|&x| f16::from_f32(x).to_le_bytes())
+                .collect(),
+            Dtype::F64 => v.iter().flat_map(|&x| f64::from(x).to_le_bytes()).collect(),
+            other => panic!("no writer for {other}"),
+        }
+    }
+
+    /// Every compiled path on one row.
+    fn all_paths(dtype: Dtype, v: &[f32]) -> Vec<RowSummary> {
+        let raw = bytes_of(dtype, v);
+        let mut scratch = Vec::new();
+        let mut results = Vec::new();
+        let mut run = |f: &dyn Fn(&mut Vec<f32>, &mut Vec<RowSummary>)| {
+            let mut out = Vec::new();
+            f(&mut scratch, &mut out);
+            assert_eq!(out.len(), 1);
+            results.push(out[0]);
+        };
+        run(&|s, o| summarize_with::<false>(dtype, v.len(), &raw, s, o));
+        run(&|s, o| summarize(dtype, v.len(), &raw, s, o));
+        results
+    }
+
+    #[test]
+    fn sums_and_classes_on_every_path_and_dtype() {
+        let v: Vec<f32> = (0..77).map(|i| (i as f32 - 30.0) * 0.25).collect();
+        let exact: f64 = v
+            .iter()
+            .map(|&x| f64::from(x) * f64::from(x))
+            .sum::<f64>()
+            .sqrt();
+        for dtype in [Dtype::F32, Dtype::BF16, Dtype::F16, Dtype::F64] {
+            for s in all_paths(dtype, &v) {
+                assert!((f64::from(s.norm) - exact).abs() < 1e-5 * exact, "{dtype}");
+                assert!(!s.nan && !s.inf && !s.zero, "{dtype}");
+            }
+            let zeros = [0.0, -0.0, 0.0];
+            for s in all_paths(dtype, &zeros) {
+                assert!(s.zero && s.norm == 0.0 && !s.nan, "{dtype}");
+            }
+        }
+    }
+
+    #[test]
+    fn nan_inf_and_out_of_range_squares() {
+        for dtype in [Dtype::F32, Dtype::BF16, Dtype::F16] {
+            let mut v = vec![1.0f32; 40];
+            v[33] = f32::NAN;
+            for s in all_paths(dtype, &v) {
+                assert!(s.nan && !s.inf && s.norm.is_nan(), "{dtype}");
+            }
+            v[3] = f32::NEG_INFINITY;
+            for s in all_paths(dtype, &v) {
+                assert!(s.nan && s.inf, "{dtype}");
+            }
+            v[33] = 1.0;
+            for s in all_paths(dtype, &v) {
+                assert!(!s.nan && s.inf && !s.zero, "{dtype}");
+            }
+        }
+        // Squares past f32::MAX and below its smallest subnormal: the sum
+        // is redone in f64.
+        let big = [3e30f32, 4e30];
+        for s in all_paths(Dtype::F32, &big) {
+            assert!((s.norm / 5e30 - 1.0).abs() < 1e-6 && !s.inf, "{s:?}");
+        }
+        let tiny = [3e-30f32, 4e-30, 0.0];
+        for s in all_paths(Dtype::F32, &tiny) {
+            assert!((s.norm / 5e-30 - 1.0).abs() < 1e-6 && !s.zero, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn hash_sees_every_byte_and_place() {
+        let a: Vec<u8> = (0..150).map(|i| (i * 7) as u8).collect();
+        let mut seen = std::collections::HashSet::new();
+        assert!(seen.insert(hash_row(&a)));
+        for i in 0..a.len() {
+            let mut b = a.clone();
+            b[i] ^= 1;
+            assert!(seen.insert(hash_row(&b)), "byte {i}");
+        }
+        assert!(seen.insert(hash_row(&a[..149])));
+        // Two 64-byte stripes swapped.
+        let mut swapped = a[64..128].to_vec();
+        swapped.extend_from_slice(&a[..64]);
+        swapped.extend_from_slice(&a[128..]);
+        assert!(seen.insert(hash_row(&swapped)));
+        assert_eq!(hash_row(&a), hash_row(&a.clone()));
+    }
+}
