@@ -120,7 +120,6 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
     use embscope::cmd::neighbors::{self, QuerySpec, Request};
     use embscope::search::Metric;
     let (ckpt, roles) = open(&args.model, cli)?;
-    let vocab = load_vocab(&ckpt)?;
     let mut queries: Vec<QuerySpec> = args.queries.iter().cloned().map(QuerySpec::Expr).collect();
     queries.extend(args.text.iter().cloned().map(QuerySpec::Text));
     if let Some(path) = &args.batch {
@@ -137,7 +136,26 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
         filters: args.filter.clone(),
         progress: !cli.global.quiet && !cli.global.no_progress,
     };
-    let report = neighbors::run(&ckpt, &roles, vocab.as_ref(), cli.global.matrix, &req)?;
+    let which = cli.global.matrix;
+    let report = if req.needs_vocab() {
+        let vocab = load_vocab(&ckpt)?;
+        neighbors::run(&ckpt, &roles, vocab.as_ref(), which, &req)?
+    } else {
+        // Ids only: the scan need not wait for the tokenizer, which loads
+        // alongside it and names the results afterwards.
+        std::thread::scope(|s| -> Result<_, Stop> {
+            let loading = s.spawn(|| load_vocab(&ckpt));
+            let report = neighbors::run(&ckpt, &roles, None, which, &req);
+            let vocab = loading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            let mut report = report?;
+            if let Some(v) = &vocab {
+                report.name_tokens(v);
+            }
+            Ok(report)
+        })?
+    };
     if !cli.global.quiet {
         for note in &report.notes {
             eprintln!("note: {note}");

@@ -388,3 +388,33 @@ fn rows_beyond_32_bit_ids_are_refused_not_a_panic() {
         fails(&args, "has 5000000000 rows; token ids are 32-bit");
     }
 }
+
+#[test]
+fn id_queries_name_tokens_and_report_a_broken_tokenizer() {
+    // `#ID` queries scan while the tokenizer loads; the results are named
+    // all the same.
+    let by_word = json(&["neighbors", &fixture("llama-sharded"), "Paris", "-k", "3"]);
+    let id = by_word["queries"][0]["ids"][0].as_u64().unwrap();
+    let by_id = json(&[
+        "neighbors",
+        &fixture("llama-sharded"),
+        &format!("#{id}"),
+        "-k",
+        "3",
+    ]);
+    assert_eq!(
+        by_id["queries"][0]["results"],
+        by_word["queries"][0]["results"]
+    );
+    assert_eq!(by_id["queries"][0]["results"][0]["token"], " France");
+    // A malformed tokenizer.json is still an error naming it.
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(fixture("llama-sharded")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, tmp.path().join(path.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(tmp.path().join("tokenizer.json"), "{\"model\": ").unwrap();
+    let model = tmp.path().display().to_string();
+    fails(&["neighbors", &model, "#1"], "tokenizer.json");
+    fails(&["neighbors", &model, "Paris"], "tokenizer.json");
+}

@@ -50,6 +50,21 @@ pub struct Request {
     pub progress: bool,
 }
 
+impl Request {
+    /// Whether answering needs the tokenizer before the scan: a word term,
+    /// a text or a filter. Queries made only of `#ID`s do not: the scan
+    /// can start while the tokenizer loads, and tokens are named after it
+    /// ([`NeighborsReport::name_tokens`]).
+    pub fn needs_vocab(&self) -> bool {
+        !self.filters.is_empty()
+            || self.queries.iter().any(|q| match q {
+                QuerySpec::Text(_) => true,
+                QuerySpec::Expr(e) => parse_expression(e)
+                    .map_or(true, |terms| terms.iter().any(|(_, w)| row_id(w).is_none())),
+            })
+    }
+}
+
 /// The `neighbors` report.
 #[derive(Debug, Serialize)]
 pub struct NeighborsReport {
@@ -102,6 +117,15 @@ pub struct Neighbor {
     pub token: Option<String>,
     /// Cosine similarity or dot product.
     pub score: f32,
+}
+
+impl NeighborsReport {
+    /// Fills in every result's readable token from `vocab`.
+    pub fn name_tokens(&mut self, vocab: &Vocab) {
+        for n in self.queries.iter_mut().flat_map(|a| &mut a.results) {
+            n.token = vocab.readable(n.id);
+        }
+    }
 }
 
 /// Answers every query of `req` in one pass over the `which` matrix.
@@ -172,7 +196,7 @@ pub fn run(
                 .map(|(i, h)| Neighbor {
                     rank: i + 1,
                     id: h.id,
-                    token: vocab.and_then(|v| v.readable(h.id)),
+                    token: None,
                     score: h.score,
                 })
                 .collect();
@@ -187,7 +211,7 @@ pub fn run(
             }
         })
         .collect();
-    Ok(NeighborsReport {
+    let mut report = NeighborsReport {
         matrix: t.name.clone(),
         role: which,
         metric: match req.metric {
@@ -197,7 +221,11 @@ pub fn run(
         k,
         queries,
         notes,
-    })
+    };
+    if let Some(v) = vocab {
+        report.name_tokens(v);
+    }
+    Ok(report)
 }
 
 /// Reads `--batch FILE`: one query per line (token, `#ID` or expression);
@@ -336,10 +364,7 @@ fn term_id(
     word: &str,
     notes: &mut Vec<String>,
 ) -> Result<u64> {
-    if let Some(num) = word
-        .strip_prefix('#')
-        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    {
+    if let Some(num) = row_id(word) {
         // Digits only: parsing fails on overflow alone.
         return num
             .parse::<u64>()
@@ -367,6 +392,12 @@ fn term_id(
         )));
     }
     Err(unknown_token(v, word))
+}
+
+/// The digits of a `#ID` term.
+fn row_id(word: &str) -> Option<&str> {
+    word.strip_prefix('#')
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The candidate mask for `--filter`, or `None` when every row is a candidate.
