@@ -178,6 +178,29 @@ fn evidence_names_ids_tokens_and_tensors() {
     // The padding rows are not reported again as zero rows.
     let (_, v) = check(&fixture("defects/vocab-padding"), &["--fail-on", "warn"]);
     assert!(!codes(&v, |_| true).contains("zero-rows"));
+
+    // additional_special_tokens: "[MASK]" is in the vocabulary, "<tool>" not.
+    let (_, v) = check(&fixture("defects/special-token-missing"), &[]);
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "special-token-missing")
+        .unwrap();
+    let missing: Vec<(&str, &str)> = f["evidence"]["declarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["role"].as_str().unwrap(), d["token"].as_str().unwrap()))
+        .collect();
+    assert_eq!(missing, [("bos", "<s>"), ("additional", "<tool>")]);
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("tokenizer_config.json additional_special_tokens \"<tool>\""),
+        "{f}"
+    );
 }
 
 #[test]

@@ -27,14 +27,22 @@ fn inline(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(items) => items.iter().map(item).collect::<Vec<_>>().join(", "),
         Value::Object(map) if map.contains_key("id") && map.contains_key("token") => {
-            let mut s = map["id"].to_string();
+            let mut parts: Vec<String> = Vec::new();
+            if !map["id"].is_null() {
+                parts.push(map["id"].to_string());
+            }
             if let Value::String(t) = &map["token"] {
-                let _ = write!(s, " \"{t}\"");
+                parts.push(format!("\"{t}\""));
             }
-            for (k, v) in map.iter().filter(|(k, _)| *k != "id" && *k != "token") {
-                let _ = write!(s, " {k} {}", inline(v));
+            let rest: Vec<String> = map
+                .iter()
+                .filter(|(k, _)| *k != "id" && *k != "token")
+                .map(|(k, v)| format!("{k} {}", inline(v)))
+                .collect();
+            if !rest.is_empty() {
+                parts.push(format!("({})", rest.join(", ")));
             }
-            s
+            parts.join(" ")
         }
         Value::Object(map) => {
             let parts: Vec<String> = map

@@ -34,8 +34,9 @@ pub struct SpecialDecl {
     /// `generation_config.json`, `tokenizer_config.json`,
     /// `special_tokens_map.json` or `tokenizer.json`.
     pub source: String,
-    /// One of [`ROLES`], or `"special"` for a `tokenizer.json` added token
-    /// marked special (those carry no role).
+    /// One of [`ROLES`]; `"additional"` for an entry of
+    /// `additional_special_tokens`; `"special"` for a `tokenizer.json` added
+    /// token marked special (those carry no role).
     pub role: String,
     /// The id as written (config files may write negative ids such as -1).
     pub id: Option<i64>,
@@ -186,7 +187,7 @@ fn token_string<'a>(path: &Path, key: &str, value: &'a Value) -> Result<Option<&
 }
 
 /// `{role}_token` keys (no file declares `decoder_start_token`, the key is
-/// read all the same).
+/// read all the same), then `additional_special_tokens`.
 fn tokens_from(
     path: &Path,
     source: &str,
@@ -203,6 +204,28 @@ fn tokens_from(
                 id: None,
                 token: Some(token.to_string()),
             });
+        }
+    }
+    let key = "additional_special_tokens";
+    match obj.get(key) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                if let Some(token) = token_string(path, &format!("{key}[{i}]"), item)? {
+                    decls.push(SpecialDecl {
+                        source: source.to_string(),
+                        role: "additional".to_string(),
+                        id: None,
+                        token: Some(token.to_string()),
+                    });
+                }
+            }
+        }
+        Some(other) => {
+            return Err(Error::bad_file(
+                path,
+                format!("`{key}` is {}, expected a list of tokens", kind(other)),
+            ));
         }
     }
     Ok(())

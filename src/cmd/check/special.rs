@@ -19,6 +19,9 @@ struct Resolved<'a> {
 
 fn describe(d: &SpecialDecl) -> String {
     match (&d.token, d.id) {
+        (Some(t), _) if d.role == "additional" => {
+            format!("{} additional_special_tokens {t:?}", d.source)
+        }
         (Some(t), _) => format!("{} {}_token {t:?}", d.source, d.role),
         (None, Some(id)) => format!("{} {}_token_id {id}", d.source, d.role),
         (None, None) => format!("{} {}", d.source, d.role),
