@@ -123,7 +123,14 @@ pub(crate) fn readable(raw: &str, style: &TokenStyle, added: bool) -> String {
                     }
                 }
             }
-            escape_into(&mut out, &String::from_utf8_lossy(&bytes));
+            // Bytes that are not (yet) UTF-8, such as the first byte of a
+            // multi-byte char, read as `<0xE9>`, as SentencePiece stores them.
+            for chunk in bytes.utf8_chunks() {
+                escape_into(&mut out, chunk.valid());
+                for b in chunk.invalid() {
+                    out.push_str(&format!("<0x{b:02X}>"));
+                }
+            }
         }
         TokenStyle::Metaspace { replacement } => match byte_fallback(raw) {
             Some(b) if b.is_ascii() => escape_into(&mut out, &char::from(b).to_string()),
@@ -147,7 +154,23 @@ pub(crate) fn readable(raw: &str, style: &TokenStyle, added: bool) -> String {
 /// `▁` for spaces in SentencePiece, unchanged otherwise.
 pub(crate) fn to_raw(text: &str, style: &TokenStyle) -> String {
     match style {
-        TokenStyle::ByteLevel => text.bytes().map(|b| BYTE_TO_CHAR[b as usize]).collect(),
+        TokenStyle::ByteLevel => {
+            // `<0xE9>` stands for the byte itself (see [`readable`]).
+            let mut raw = String::with_capacity(text.len());
+            let mut rest = text;
+            while let Some(c) = rest.chars().next() {
+                if let Some(b) = rest.get(..6).and_then(byte_fallback) {
+                    raw.push(BYTE_TO_CHAR[b as usize]);
+                    rest = &rest[6..];
+                } else {
+                    let mut buf = [0u8; 4];
+                    let bytes = c.encode_utf8(&mut buf).bytes();
+                    raw.extend(bytes.map(|b| BYTE_TO_CHAR[b as usize]));
+                    rest = &rest[c.len_utf8()..];
+                }
+            }
+            raw
+        }
         TokenStyle::Metaspace { replacement } => text
             .chars()
             .map(|c| if c == ' ' { *replacement } else { c })
@@ -190,8 +213,11 @@ mod tests {
             ("hello", &bl, false, "hello"),
             // "é" is the two bytes C3 A9, stored as "Ã©".
             ("ĠcafÃ©", &bl, false, " café"),
-            // A lone continuation byte is not UTF-8.
-            ("Ã", &bl, false, "\u{fffd}"),
+            // A lone lead byte is not UTF-8: it reads as SentencePiece's
+            // byte form.
+            ("Ã", &bl, false, "<0xC3>"),
+            ("ĠcafÃ", &bl, false, " caf<0xC3>"),
+            ("ðŁĳ", &bl, false, "<0xF0><0x9F><0x91>"),
             ("<|begin_of_text|>", &bl, true, "<|begin_of_text|>"),
             ("▁Paris", &sp, false, " Paris"),
             ("<0x0A>", &sp, false, "\\n"),
@@ -213,6 +239,7 @@ mod tests {
         let cases: &[(&str, TokenStyle, &str)] = &[
             (" king", TokenStyle::ByteLevel, "Ġking"),
             (" café", TokenStyle::ByteLevel, "ĠcafÃ©"),
+            (" caf<0xC3>", TokenStyle::ByteLevel, "ĠcafÃ"),
             ("\n", TokenStyle::ByteLevel, "Ċ"),
             (
                 " New York",
