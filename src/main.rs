@@ -10,6 +10,7 @@ use clap::Parser;
 use embscope::checkpoint::Checkpoint;
 use embscope::cli::{Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
+use embscope::progress::Progress;
 use embscope::render::{self, Style};
 use embscope::roles::Roles;
 use embscope::vocab::Vocab;
@@ -193,14 +194,24 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             use embscope::cli::FailOn;
             use embscope::cmd::check::Severity;
             let (ckpt, roles) = open(&args.model, cli)?;
-            let vocab = load_vocab(&ckpt)?;
-            let progress = !cli.global.quiet && !cli.global.no_progress;
-            let check = cmd::check::Check::start(&ckpt, &roles, vocab.as_ref());
-            if !json {
-                // Header findings need no value pass: show them before it.
-                render::stdout(render::check::early(check.early(), &style).as_bytes())?;
-            }
-            let report = check.finish(progress);
+            let pass = cmd::check::ValuePass::new(&ckpt, &roles);
+            let enabled = !cli.global.quiet && !cli.global.no_progress;
+            let progress = Progress::new(enabled, pass.rows(), &pass.label());
+            // The value pass streams the matrices while this thread reads
+            // the tokenizer and small files and prints what they show.
+            let report = std::thread::scope(|s| -> Result<_, Stop> {
+                let values = s.spawn(|| pass.run(&progress));
+                let vocab = load_vocab(&ckpt)?;
+                let check = cmd::check::Check::start(&ckpt, &roles, vocab.as_ref());
+                if !json {
+                    let early = render::check::early(check.early(), &style);
+                    progress.suspend(|| render::stdout(early.as_bytes()))?;
+                }
+                let values = values
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                Ok(check.finish(values))
+            })?;
             render::emit(&report, json, &style)?;
             let threshold = match args.fail_on {
                 FailOn::Error => Severity::Error,

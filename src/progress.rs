@@ -58,6 +58,12 @@ impl Progress {
         }
     }
 
+    /// Hides the bar while `f` runs (say, to print to the same terminal),
+    /// then draws it again.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.bar.suspend(f)
+    }
+
     /// Clears the bar, if it was drawn.
     pub fn finish(&self) {
         self.pending.store(false, Ordering::Relaxed);

@@ -150,7 +150,9 @@ fn top_k_with(
     }
 }
 
-/// Visits the whole matrix once on all cores, a block of rows at a time.
+/// Visits the whole matrix once on all cores, a block of rows at a time,
+/// counting rows on `progress` (the caller finishes it, so one bar can
+/// span several scans).
 ///
 /// Each worker starts from `init()`; `visit(state, first_row, raw)` sees
 /// the stored bytes of whole rows from `first_row` on, and reads them as it
@@ -175,7 +177,6 @@ pub fn scan<S: Send>(
             state
         })
         .reduce_with(&merge);
-    progress.finish();
     state.unwrap_or_else(init)
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture};
+use crate::common::{embscope, fails, fixture, fixture_copy};
 
 /// Runs `check --json` with extra args; returns the exit code and the report.
 fn check(model: &str, extra: &[&str]) -> (i32, Value) {
@@ -249,4 +249,12 @@ fn unreadable_input_is_exit_2() {
         "truncated",
     );
     fails(&["check", &fixture("no-such-model")], "no-such-model");
+    // The value pass runs while the tokenizer is read; a malformed one is
+    // still the error.
+    let tmp = fixture_copy("llama-sharded");
+    std::fs::write(tmp.path().join("tokenizer.json"), "[1, 2").unwrap();
+    fails(
+        &["check", &tmp.path().display().to_string()],
+        "tokenizer.json",
+    );
 }

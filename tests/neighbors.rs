@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, json};
+use crate::common::{embscope, fails, fixture, fixture_copy, json};
 
 fn ids(answer: &Value) -> Vec<u64> {
     answer["results"]
@@ -408,11 +408,7 @@ fn id_queries_name_tokens_and_report_a_broken_tokenizer() {
     );
     assert_eq!(by_id["queries"][0]["results"][0]["token"], " France");
     // A malformed tokenizer.json is still an error naming it.
-    let tmp = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(fixture("llama-sharded")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, tmp.path().join(path.file_name().unwrap())).unwrap();
-    }
+    let tmp = fixture_copy("llama-sharded");
     std::fs::write(tmp.path().join("tokenizer.json"), "{\"model\": ").unwrap();
     let model = tmp.path().display().to_string();
     fails(&["neighbors", &model, "#1"], "tokenizer.json");

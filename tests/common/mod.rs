@@ -47,3 +47,13 @@ pub fn fails(args: &[&str], needle: &str) -> String {
     assert!(err.contains(needle), "{err:?} lacks {needle:?}");
     err
 }
+
+/// A copy of a fixture directory in a temporary directory, to break a file of.
+pub fn fixture_copy(rel: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(fixtures().join(rel)).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, tmp.path().join(path.file_name().unwrap())).unwrap();
+    }
+    tmp
+}

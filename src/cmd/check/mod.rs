@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::progress::Progress;
 use crate::roles::Roles;
 use crate::vocab::Vocab;
 
@@ -180,15 +181,55 @@ impl<'a> Check<'a> {
         self.findings.iter().filter(|f| f.early)
     }
 
-    /// Runs the value pass (one streaming pass per stored matrix, with a
-    /// progress bar when `progress`) and returns the whole report.
-    pub fn finish(self, progress: bool) -> CheckReport {
+    /// Adds the findings of the value pass and returns the whole report.
+    pub fn finish(self, values: Values) -> CheckReport {
         let Check { s, mut findings } = self;
-        let from_values = values::findings(&s, &mut findings, progress);
+        let from_values = values::findings(&s, &values.0, &mut findings);
         findings.extend(from_values);
         // Stable: early findings keep their place within a severity.
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         report(&s, findings)
+    }
+}
+
+/// The value pass of a check: one streaming pass over each stored matrix
+/// (the embedding, and the head unless it is a tied copy). It needs neither
+/// the tokenizer nor the header findings, so it can run while
+/// [`Check::start`] reads them.
+pub struct ValuePass<'a> {
+    ckpt: &'a Checkpoint,
+    matrices: Vec<&'a TensorEntry>,
+}
+
+/// What the value pass learnt, for [`Check::finish`].
+pub struct Values<'a>(Vec<values::Scanned<'a>>);
+
+impl<'a> ValuePass<'a> {
+    /// Plans the pass over `ckpt`'s matrices as `roles` names them.
+    pub fn new(ckpt: &'a Checkpoint, roles: &Roles) -> Self {
+        ValuePass {
+            ckpt,
+            matrices: values::planned(ckpt, roles),
+        }
+    }
+
+    /// The rows the pass reads, for a progress bar.
+    pub fn rows(&self) -> u64 {
+        self.matrices
+            .iter()
+            .map(|t| t.shape.first().copied().unwrap_or(0) as u64)
+            .sum()
+    }
+
+    /// A label for the progress bar: `checking a, b`.
+    pub fn label(&self) -> String {
+        let names: Vec<&str> = self.matrices.iter().map(|t| t.name.as_str()).collect();
+        format!("checking {}", names.join(", "))
+    }
+
+    /// Runs the pass, counting rows on `progress` and finishing it.
+    pub fn run(&self, progress: &Progress) -> Values<'a> {
+        Values(values::pass(self.ckpt, &self.matrices, progress))
     }
 }
 

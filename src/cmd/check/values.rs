@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 use super::header::UNREACHABLE_CODES;
 use super::rows;
 use super::{Finding, MAX_LISTED, Severity, Subject, id_list, ids_phrase};
-use crate::checkpoint::TensorEntry;
+use crate::checkpoint::{Checkpoint, TensorEntry};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::render::bytes;
-use crate::roles::TieStatus;
+use crate::roles::{Roles, TieStatus};
 use crate::search;
 use crate::vocab::Vocab;
 
@@ -182,40 +182,74 @@ pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static
     }
 }
 
-/// Findings from the value pass over every stored matrix; also completes
-/// the header finding about unreachable rows in `earlier`.
-pub(crate) fn findings(s: &Subject, earlier: &mut [Finding], progress: bool) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut matrices: Vec<&TensorEntry> = s.embedding.into_iter().collect();
+/// The matrices the value pass reads: the embedding, and the head unless
+/// it is a tied byte copy of the embedding.
+pub(crate) fn planned<'a>(ckpt: &'a Checkpoint, roles: &Roles) -> Vec<&'a TensorEntry> {
+    let tensor = |c: &Option<crate::roles::Choice>| c.as_ref().and_then(|c| ckpt.tensor(&c.name));
     let head_is_copy =
-        s.roles.tie.status == TieStatus::TiedHeadStored && s.roles.tie.head_identical == Some(true);
-    if let Some(h) = s.head
+        roles.tie.status == TieStatus::TiedHeadStored && roles.tie.head_identical == Some(true);
+    let mut out: Vec<&TensorEntry> = tensor(&roles.embedding).into_iter().collect();
+    if let Some(h) = tensor(&roles.head)
         && !head_is_copy
     {
-        matrices.push(h);
+        out.push(h);
     }
+    out
+}
+
+/// One matrix after the pass: its statistics, or why its values could not
+/// be read.
+pub(crate) struct Scanned<'a> {
+    pub tensor: &'a TensorEntry,
+    pub stats: std::result::Result<Stats, String>,
+}
+
+/// The value pass: one streaming scan of each matrix in turn, counted on
+/// `progress`.
+pub(crate) fn pass<'a>(
+    ckpt: &Checkpoint,
+    matrices: &[&'a TensorEntry],
+    progress: &Progress,
+) -> Vec<Scanned<'a>> {
+    let out = matrices
+        .iter()
+        .map(|&t| Scanned {
+            tensor: t,
+            stats: Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
+                .map(|m| {
+                    ckpt.prefetch(t);
+                    scan(&m, progress)
+                })
+                .map_err(|e| e.to_string()),
+        })
+        .collect();
+    progress.finish();
+    out
+}
+
+/// Findings from the value pass; also completes the header finding about
+/// unreachable rows in `earlier`.
+pub(crate) fn findings(s: &Subject, scanned: &[Scanned], earlier: &mut [Finding]) -> Vec<Finding> {
+    let mut out = Vec::new();
     let pad = pad_ids(s);
-    let mut scanned: Vec<(&TensorEntry, Stats)> = Vec::new();
-    for t in matrices {
-        let m = match Matrix::new(&t.name, s.ckpt.bytes(t), t.dtype, &t.shape) {
-            Ok(m) => m,
-            Err(e) => {
-                out.push(Finding::new(
-                    Severity::Warn,
-                    "values-not-checked",
-                    format!("values of `{}` are not checked: {e}", t.name),
-                    json!({"tensor": t.name, "dtype": t.dtype.name()}),
-                ));
-                continue;
+    let mut done: Vec<(&TensorEntry, &Stats)> = Vec::new();
+    for Scanned { tensor: t, stats } in scanned {
+        match stats {
+            Ok(stats) => {
+                let m = Matrix::new(&t.name, s.ckpt.bytes(t), t.dtype, &t.shape)
+                    .expect("read by the pass");
+                matrix_findings(s, t, &m, stats, &pad, earlier, &mut out);
+                done.push((t, stats));
             }
-        };
-        s.ckpt.prefetch(t);
-        let bar = Progress::new(progress, m.rows() as u64, &format!("checking {}", t.name));
-        let stats = scan(&m, &bar);
-        matrix_findings(s, t, &m, &stats, &pad, earlier, &mut out);
-        scanned.push((t, stats));
+            Err(e) => out.push(Finding::new(
+                Severity::Warn,
+                "values-not-checked",
+                format!("values of `{}` are not checked: {e}", t.name),
+                json!({"tensor": t.name, "dtype": t.dtype.name()}),
+            )),
+        }
     }
-    if let [(e, es), (h, hs)] = &scanned[..]
+    if let [(e, es), (h, hs)] = &done[..]
         && s.roles.tie.status == TieStatus::Untied
         && e.dtype == h.dtype
         && e.shape == h.shape
