@@ -149,26 +149,6 @@ impl Checkpoint {
         &self.shards[t.shard].map[t.range.clone()]
     }
 
-    /// Asks the kernel to map a tensor's pages in one go before a full scan,
-    /// instead of one page fault per 4 KiB during it. A hint: failures (old
-    /// kernels, other systems) are ignored and the scan faults as usual.
-    pub fn prefetch(&self, t: &TensorEntry) {
-        let map = &self.shards[t.shard].map;
-        let len = t.range.end - t.range.start;
-        #[cfg(target_os = "linux")]
-        let done = map
-            .advise_range(memmap2::Advice::PopulateRead, t.range.start, len)
-            .is_ok();
-        #[cfg(not(target_os = "linux"))]
-        let done = false;
-        #[cfg(unix)]
-        if !done {
-            let _ = map.advise_range(memmap2::Advice::WillNeed, t.range.start, len);
-        }
-        #[cfg(not(unix))]
-        let _ = (done, map, len);
-    }
-
     /// The file a tensor is stored in.
     pub fn file_of(&self, t: &TensorEntry) -> &Path {
         &self.shards[t.shard].path

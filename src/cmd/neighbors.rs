@@ -171,7 +171,6 @@ pub fn run(
     } else {
         terms.iter().map(|t| own_ids(t).len()).max().unwrap_or(0)
     };
-    ckpt.prefetch(t);
     let progress = Progress::new(req.progress, m.rows() as u64, "scanning");
     let lists = search::top_k(
         &m,

@@ -216,10 +216,7 @@ pub(crate) fn pass<'a>(
         .map(|&t| Scanned {
             tensor: t,
             stats: Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
-                .map(|m| {
-                    ckpt.prefetch(t);
-                    scan(&m, progress)
-                })
+                .map(|m| scan(&m, progress))
                 .map_err(|e| e.to_string()),
         })
         .collect();
