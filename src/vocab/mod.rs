@@ -27,6 +27,11 @@ pub use special::{ROLES, SpecialDecl};
 /// Marks an empty slot of the dense id table.
 const NO_ENTRY: u32 = u32::MAX;
 
+/// Lookups by string answered by scanning the entries before the string
+/// map is built: a scan of a 128k vocabulary costs about a hundredth of
+/// building the map.
+const SCANS_BEFORE_MAP: usize = 32;
+
 /// One entry of tokenizer.json `added_tokens`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AddedToken {
@@ -94,6 +99,8 @@ pub struct Vocab {
     /// the first lookup by string: `info` and `#ID` queries never need it,
     /// and on a Llama-3-sized vocabulary it is a third of the load time.
     by_token: OnceLock<foldhash::HashMap<String, u32>>,
+    /// Lookups by string answered by a scan so far (see [`Vocab::id`]).
+    scans: std::sync::atomic::AtomicUsize,
     added: Vec<AddedToken>,
     special_ids: HashSet<u32>,
     decls: Vec<SpecialDecl>,
@@ -210,6 +217,7 @@ impl Vocab {
             entries,
             by_id,
             by_token: OnceLock::new(),
+            scans: Default::default(),
             added,
             special_ids,
             decls,
@@ -275,6 +283,20 @@ impl Vocab {
         // without building the map of the whole vocabulary.
         if let Some(a) = self.added.iter().rev().find(|a| a.content == token) {
             return Some(a.id);
+        }
+        // A few lookups (a word query tries two or three forms) scan the
+        // entries, far cheaper than building the map; many build it.
+        if self.by_token.get().is_none()
+            && self
+                .scans
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                < SCANS_BEFORE_MAP
+        {
+            return self
+                .entries
+                .iter()
+                .find(|e| !e.added && e.token == token)
+                .map(|e| e.id);
         }
         self.by_token
             .get_or_init(|| {

@@ -501,6 +501,14 @@ fn duplicates_across_vocab_and_added() {
     // The added token wins the string lookup, the first vocab entry the id.
     assert_eq!(v.id("a"), Some(2));
     assert_eq!(v.token(0), Some("a"));
+    // The first lookups scan the entries, later ones use the map: same answers.
+    for _ in 0..2 * super::SCANS_BEFORE_MAP {
+        assert_eq!(
+            (v.id("a"), v.id("b"), v.id("c"), v.id("zz")),
+            (Some(2), Some(0), Some(1), None)
+        );
+    }
+    assert!(v.by_token.get().is_some());
     assert!(load(wordpiece_dir().path()).duplicates().is_empty());
 }
 
