@@ -103,13 +103,24 @@ fn finding(out: &mut String, style: &Style, f: &Finding) {
         f.message
     );
     // Scalars are in the message already; lists (ids with their tokens,
-    // groups, files) are the evidence worth a line. --json has everything.
+    // groups, files) are the evidence worth a line, their first few items
+    // at least. --json has everything.
     if let Value::Object(map) = &f.evidence {
-        for (k, v) in map.iter().filter(|(_, v)| v.is_array()) {
-            let _ = writeln!(out, "      {}", style.dim(&format!("{k}: {}", inline(v))));
+        for (k, v) in map {
+            let Value::Array(items) = v else { continue };
+            let mut line = format!("{k}: ");
+            let shown: Vec<String> = items.iter().take(SHOWN_ITEMS).map(item).collect();
+            line.push_str(&shown.join(", "));
+            if items.len() > SHOWN_ITEMS {
+                let _ = write!(line, ", … {} more in --json", items.len() - SHOWN_ITEMS);
+            }
+            let _ = writeln!(out, "      {}", style.dim(&line));
         }
     }
 }
+
+/// Items of an evidence list shown in text output.
+const SHOWN_ITEMS: usize = 8;
 
 /// The findings known before the value pass ([`Check::early`]), shown
 /// while it runs.
