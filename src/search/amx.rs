@@ -5,13 +5,17 @@
 //! 32 columns, 1 KiB each); B tiles are the queries' `hi` and `lo` BF16 halves,
 //! packed once per search in the pair-interleaved layout `TDPBF16PS` reads;
 //! four C tiles hold 32 × 32 f32 sums. Each sum sees, for every 32-column
-//! step in order, the `hi` then the `lo` product, wherever its row falls.
+//! step in order, the `hi` then the `lo` product, wherever its row falls;
+//! a group of 16 queries whose `lo` halves are all zero (queries taken
+//! from BF16 rows) skips its `lo` products.
 //!
 //! Rust has no stable AMX intrinsics, so the instructions are written as
 //! inline assembly; the kernel asks Linux for AMX state once per process.
 
 use std::arch::asm;
 use std::sync::OnceLock;
+
+use super::x86::Halves;
 
 /// `arch_prctl` syscall number and arguments that allow AMX tile data.
 const SYS_ARCH_PRCTL: i64 = 158;
@@ -61,13 +65,17 @@ pub(super) struct Packed {
     groups: usize,
     steps: usize,
     nq: usize,
+    /// Per group: some query of the group has a nonzero `lo` half, so the
+    /// group's `lo` products are computed.
+    with_lo: Vec<bool>,
     data: Vec<u16>,
 }
 
 impl Packed {
-    /// Packs `nq` queries of `cols` values (`cols` a multiple of 32), given
-    /// as their BF16 halves stored back to back.
-    pub(super) fn new(hi: &[u16], lo: &[u16], cols: usize) -> Self {
+    /// Packs queries of `cols` values (`cols` a multiple of 32), given as
+    /// their BF16 halves.
+    pub(super) fn new(halves: &Halves, cols: usize) -> Self {
+        let (hi, lo) = (&halves.hi[..], &halves.lo[..]);
         assert!(cols > 0 && cols.is_multiple_of(STEP) && hi.len() == lo.len());
         let nq = hi.len() / cols;
         let groups = nq.div_ceil(2 * TILE) * 2;
@@ -83,10 +91,20 @@ impl Packed {
                 }
             }
         }
+        let with_lo = (0..groups)
+            .map(|g| {
+                let lanes = g * TILE..((g + 1) * TILE).min(nq);
+                halves
+                    .exact
+                    .get(lanes)
+                    .is_some_and(|e| !e.iter().all(|&e| e))
+            })
+            .collect();
         Packed {
             groups,
             steps,
             nq,
+            with_lo,
             data,
         }
     }
@@ -178,6 +196,7 @@ fn multiply(packed: &[u8], rows: usize, steps: usize, queries: &Packed, dots: &m
     // the configuration is a valid palette-1 layout.
     unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
     for g in (0..queries.groups).step_by(2) {
+        let (lo0, lo1) = (queries.with_lo[g], queries.with_lo[g + 1]);
         for k0 in (0..steps).step_by(CHUNK_STEPS) {
             for p in 0..pairs {
                 let c = &mut sums[(p * queries.groups + g) * 2..][..4];
@@ -215,7 +234,6 @@ fn multiply(packed: &[u8], rows: usize, steps: usize, queries: &Packed, dots: &m
                     let a0 = &packed[(group * steps + s) * tile_bytes..][..tile_bytes];
                     let a1 = &packed[((group + 1) * steps + s) * tile_bytes..][..tile_bytes];
                     let (h0, h1) = (queries.tile(0, g, s), queries.tile(0, g + 1, s));
-                    let (l0, l1) = (queries.tile(1, g, s), queries.tile(1, g + 1, s));
                     // SAFETY: each tileloadd reads 16 rows of 64 bytes at
                     // stride 64, exactly one of the 1024-byte slices above (A
                     // tiles of 1024 bytes, B tiles of 512 u16). tdpbf16ps
@@ -230,22 +248,44 @@ fn multiply(packed: &[u8], rows: usize, steps: usize, queries: &Packed, dots: &m
                             "tdpbf16ps tmm1, tmm4, tmm7",
                             "tdpbf16ps tmm2, tmm5, tmm6",
                             "tdpbf16ps tmm3, tmm5, tmm7",
-                            "tileloadd tmm6, [{l0} + {b}*1]",
-                            "tileloadd tmm7, [{l1} + {b}*1]",
-                            "tdpbf16ps tmm0, tmm4, tmm6",
-                            "tdpbf16ps tmm1, tmm4, tmm7",
-                            "tdpbf16ps tmm2, tmm5, tmm6",
-                            "tdpbf16ps tmm3, tmm5, tmm7",
                             a0 = in(reg) a0.as_ptr(),
                             a1 = in(reg) a1.as_ptr(),
                             h0 = in(reg) h0.as_ptr(),
                             h1 = in(reg) h1.as_ptr(),
-                            l0 = in(reg) l0.as_ptr(),
-                            l1 = in(reg) l1.as_ptr(),
                             b = in(reg) 64usize,
                             options(nostack, readonly),
                         )
                     };
+                    // The `lo` products of each group that has any, after
+                    // its `hi` ones; tmm4 and tmm5 still hold the A tiles.
+                    if lo0 {
+                        let l0 = queries.tile(1, g, s);
+                        // SAFETY: as above, one B tile of 512 u16.
+                        unsafe {
+                            asm!(
+                                "tileloadd tmm6, [{l0} + {b}*1]",
+                                "tdpbf16ps tmm0, tmm4, tmm6",
+                                "tdpbf16ps tmm2, tmm5, tmm6",
+                                l0 = in(reg) l0.as_ptr(),
+                                b = in(reg) 64usize,
+                                options(nostack, readonly),
+                            )
+                        };
+                    }
+                    if lo1 {
+                        let l1 = queries.tile(1, g + 1, s);
+                        // SAFETY: as above, one B tile of 512 u16.
+                        unsafe {
+                            asm!(
+                                "tileloadd tmm7, [{l1} + {b}*1]",
+                                "tdpbf16ps tmm1, tmm4, tmm7",
+                                "tdpbf16ps tmm3, tmm5, tmm7",
+                                l1 = in(reg) l1.as_ptr(),
+                                b = in(reg) 64usize,
+                                options(nostack, readonly),
+                            )
+                        };
+                    }
                 }
                 // SAFETY: each tilestored writes 16 rows of 64 bytes at stride
                 // 64, exactly one `[f32; 256]`.

@@ -34,7 +34,8 @@ pub(super) enum Kernel {
 impl Kernel {
     /// The fastest kernel this CPU runs for `nq` queries on a matrix of
     /// `dtype`. For BF16, below [`MANY_QUERIES`]: BF16 dot products (two
-    /// per query, hi and lo; the pass is memory-bound); from there on, AMX
+    /// per query, hi and lo, or one for a query exact in BF16; the pass is
+    /// memory-bound); from there on, AMX
     /// (which always computes 32 queries at once), or else f32 FMA on
     /// converted blocks, which does more work per cycle than the BF16 dot
     /// products on the machines measured. Other dtypes: the widest
@@ -126,12 +127,9 @@ pub(super) struct Queries {
     kernel: Kernel,
     /// All queries back to back, `nq * cols` values (f32 kernels).
     f32: Vec<f32>,
-    /// `bf16(q)` for each value (the BF16 and AMX kernels).
+    /// The queries' BF16 halves (the BF16 and AMX kernels).
     #[cfg(target_arch = "x86_64")]
-    hi: Vec<u16>,
-    /// `bf16(q - hi)`: `hi + lo` carries about 16 significant bits of `q`.
-    #[cfg(target_arch = "x86_64")]
-    lo: Vec<u16>,
+    halves: Option<super::x86::Halves>,
     /// The queries transposed for the many-query AVX-512 kernel.
     #[cfg(target_arch = "x86_64")]
     panels: Option<super::x86::Transposed>,
@@ -175,28 +173,18 @@ impl Queries {
                 !bf16_bytes || dtype == Dtype::BF16,
                 "the BF16 kernels read BF16 bytes"
             );
-            let to_bits = |x: f32| half::bf16::from_f32(x).to_bits();
-            let hi: Vec<u16> = if bf16_bytes {
-                flat.iter().map(|&x| to_bits(x)).collect()
-            } else {
-                Vec::new()
-            };
-            let lo: Vec<u16> = hi
-                .iter()
-                .zip(&flat)
-                .map(|(&h, &x)| to_bits(x - half::bf16::from_bits(h).to_f32()))
-                .collect();
+            let halves = bf16_bytes.then(|| super::x86::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES && cols > 0)
                 .then(|| super::x86::Transposed::new(&flat, cols));
             Queries {
                 kernel,
                 #[cfg(target_os = "linux")]
-                tiles: kernel
-                    .is_amx()
-                    .then(|| super::amx::Packed::new(&hi, &lo, cols)),
+                tiles: halves
+                    .as_ref()
+                    .filter(|_| kernel.is_amx())
+                    .map(|h| super::amx::Packed::new(h, cols)),
                 f32: if bf16_bytes { Vec::new() } else { flat },
-                hi,
-                lo,
+                halves,
                 panels,
                 nq,
             }
@@ -238,20 +226,20 @@ impl Queries {
             }
             return;
         }
-        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(tiles) = &self.tiles {
-            let bytes = m.block_bytes(rows);
-            if norms.is_some() {
-                super::x86::block_bf16(bytes, cols, &[], &[], norms, &mut []);
-            }
-            let done = super::amx::block(bytes, cols, tiles, dots);
-            let (rest, rest_dots) = (&bytes[done * cols * 2..], &mut dots[done * self.nq..]);
-            return super::x86::block_bf16(rest, cols, &self.hi, &self.lo, None, rest_dots);
-        }
         #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Avx512Bf16 {
+        if let Some(halves) = &self.halves {
             let bytes = m.block_bytes(rows);
-            return super::x86::block_bf16(bytes, cols, &self.hi, &self.lo, norms, dots);
+            #[cfg(target_os = "linux")]
+            if let Some(tiles) = &self.tiles {
+                if norms.is_some() {
+                    let none = super::x86::Halves::new(&[], cols);
+                    super::x86::block_bf16(bytes, cols, &none, norms, &mut []);
+                }
+                let done = super::amx::block(bytes, cols, tiles, dots);
+                let (rest, rest_dots) = (&bytes[done * cols * 2..], &mut dots[done * self.nq..]);
+                return super::x86::block_bf16(rest, cols, halves, None, rest_dots);
+            }
+            return super::x86::block_bf16(bytes, cols, halves, norms, dots);
         }
         scratch.resize(rows.len() * cols, 0.0);
         m.block_into(rows, scratch);
