@@ -13,6 +13,7 @@
 //! inline assembly; the kernel asks Linux for AMX state once per process.
 
 use std::arch::asm;
+use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
 use super::x86::Halves;
@@ -134,9 +135,16 @@ impl Config {
 }
 
 /// Dot products of the first `rows / 32 * 32` rows of `block` (stored BF16
-/// rows of `cols` values) with every query, into `dots[row * nq + q]`.
+/// rows of `cols` values) with every query, into `dots[row * nq + q]`, and
+/// with `norms` (one per row of the block) the same rows' squared norms.
 /// Returns how many rows were done; the caller handles the rest.
-pub(super) fn block(block: &[u8], cols: usize, queries: &Packed, dots: &mut [f32]) -> usize {
+pub(super) fn block(
+    block: &[u8],
+    cols: usize,
+    queries: &Packed,
+    norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) -> usize {
     let row_bytes = cols * 2;
     assert!(cols.is_multiple_of(STEP) && queries.steps == cols / STEP);
     assert!(block.len().is_multiple_of(row_bytes));
@@ -146,7 +154,8 @@ pub(super) fn block(block: &[u8], cols: usize, queries: &Packed, dots: &mut [f32
     let full = rows / (2 * TILE) * (2 * TILE);
     let steps = queries.steps;
     PACKED_ROWS.with_borrow_mut(|packed| {
-        pack_rows(&block[..full * row_bytes], row_bytes, packed);
+        let norms = norms.map(|n| &mut n[..full]);
+        pack_rows(&block[..full * row_bytes], row_bytes, packed, norms);
         multiply(packed, full, steps, queries, dots);
     });
     full
@@ -161,14 +170,60 @@ thread_local! {
 /// 32-column step, the 16 rows' 64 bytes back to back. Loading a tile from
 /// the rows in place would read 16 lines one row apart, which for rows of
 /// a power-of-two size all fall in one L1 set.
-fn pack_rows(rows: &[u8], row_bytes: usize, packed: &mut Vec<u8>) {
+///
+/// With `norms`, also each row's squared norm from the same loads, summed
+/// exactly as the AVX-512 BF16 path sums it (BF16 products in 16 lanes, step
+/// by step, then across the lanes), so a norm does not depend on the path.
+fn pack_rows(rows: &[u8], row_bytes: usize, packed: &mut Vec<u8>, norms: Option<&mut [f32]>) {
+    assert!(super::x86::has_avx512bf16());
+    assert!(row_bytes.is_multiple_of(64) && rows.len().is_multiple_of(TILE * row_bytes));
     packed.resize(rows.len(), 0);
-    let mut out = packed.chunks_exact_mut(64);
-    for group in rows.chunks_exact(TILE * row_bytes) {
+    // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
+    unsafe {
+        match norms {
+            Some(norms) => {
+                assert_eq!(norms.len(), rows.len() / row_bytes, "norms length");
+                pack_groups::<true>(rows, row_bytes, packed, norms);
+            }
+            None => pack_groups::<false>(rows, row_bytes, packed, &mut []),
+        }
+    }
+}
+
+/// [`pack_rows`] on whole groups, with or without norms.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+fn pack_groups<const NORMS: bool>(
+    rows: &[u8],
+    row_bytes: usize,
+    packed: &mut [u8],
+    norms: &mut [f32],
+) {
+    let groups = rows
+        .chunks_exact(TILE * row_bytes)
+        .zip(packed.chunks_exact_mut(TILE * row_bytes));
+    for (g, (group, out)) in groups.enumerate() {
+        let lines: [&[[u8; 64]]; TILE] =
+            std::array::from_fn(|r| group[r * row_bytes..][..row_bytes].as_chunks().0);
+        let (out, _) = out.as_chunks_mut::<64>();
+        let mut acc = [_mm512_setzero_ps(); TILE];
         for s in 0..row_bytes / 64 {
-            for row in group.chunks_exact(row_bytes) {
-                let dst = out.next().expect("same length");
-                dst.copy_from_slice(&row[64 * s..64 * s + 64]);
+            for r in 0..TILE {
+                let (src, dst) = (&lines[r][s], &mut out[s * TILE + r]);
+                // SAFETY: `src` and `dst` are 64 bytes each; loadu and storeu
+                // have no alignment requirement.
+                let v = unsafe { _mm512_loadu_si512(src.as_ptr().cast()) };
+                // SAFETY: as above.
+                unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), v) };
+                if NORMS {
+                    // SAFETY: both are plain 512-bit vectors.
+                    let x = unsafe { std::mem::transmute::<__m512i, __m512bh>(v) };
+                    acc[r] = _mm512_dpbf16_ps(acc[r], x, x);
+                }
+            }
+        }
+        if NORMS {
+            for (r, acc) in acc.iter().enumerate() {
+                norms[g * TILE + r] = _mm512_reduce_add_ps(*acc);
             }
         }
     }

@@ -231,13 +231,12 @@ impl Queries {
             let bytes = m.block_bytes(rows);
             #[cfg(target_os = "linux")]
             if let Some(tiles) = &self.tiles {
-                if norms.is_some() {
-                    let none = super::x86::Halves::new(&[], cols);
-                    super::x86::block_bf16(bytes, cols, &none, norms, &mut []);
-                }
-                let done = super::amx::block(bytes, cols, tiles, dots);
-                let (rest, rest_dots) = (&bytes[done * cols * 2..], &mut dots[done * self.nq..]);
-                return super::x86::block_bf16(rest, cols, halves, None, rest_dots);
+                let mut norms = norms;
+                let done = super::amx::block(bytes, cols, tiles, norms.as_deref_mut(), dots);
+                let rest = &bytes[done * cols * 2..];
+                let rest_norms = norms.map(|n| &mut n[done..]);
+                let rest_dots = &mut dots[done * self.nq..];
+                return super::x86::block_bf16(rest, cols, halves, rest_norms, rest_dots);
             }
             return super::x86::block_bf16(bytes, cols, halves, norms, dots);
         }

@@ -117,7 +117,8 @@ impl Halves {
 }
 
 /// Row norms and dot products for a block of stored BF16 rows (`block`,
-/// little-endian, any alignment). Layout as in `Queries::score_block`.
+/// little-endian, any alignment) against at least one query. Layout as in
+/// `Queries::score_block`.
 pub(super) fn block_bf16(
     block: &[u8],
     cols: usize,
@@ -130,14 +131,7 @@ pub(super) fn block_bf16(
     assert_eq!(hi.len(), lo.len());
     assert_eq!(block.len() % 2, 0);
     let (rows, nq) = shapes(block.len() / 2, cols, hi.len(), norms.as_deref(), dots);
-    assert_eq!(queries.exact.len(), nq, "queries");
-    if nq == 0 {
-        if let Some(n) = norms {
-            // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
-            unsafe { walk_bf16::<8, 0, true, false>(block, cols, rows, hi, lo, 0, 0, n, dots) };
-        }
-        return;
-    }
+    assert!(nq > 0 && queries.exact.len() == nq, "queries");
     let mut q0 = 0;
     while q0 < nq {
         let qn = (nq - q0).min(4);
