@@ -1,13 +1,18 @@
 //! The AMX path (Linux, x86-64): BF16 tile products of 32 stored rows × 32
 //! queries at a time, about ten times the multiply rate of AVX-512.
 //!
-//! A tiles are the stored rows, copied per block into tile order (16 rows ×
-//! 32 columns, 1 KiB each); B tiles are the queries' `hi` and `lo` BF16 halves,
-//! packed once per search in the pair-interleaved layout `TDPBF16PS` reads;
-//! four C tiles hold 32 × 32 f32 sums. Each sum sees, for every 32-column
-//! step in order, the `hi` then the `lo` product, wherever its row falls;
-//! a group of 16 queries whose `lo` halves are all zero (queries taken
-//! from BF16 rows) skips its `lo` products.
+//! A tiles are the stored rows, copied 32 rows at a time into tile order (16
+//! rows × 32 columns, 1 KiB each), which also yields the rows' norms; B tiles
+//! are the queries' `hi` and `lo` BF16 halves, packed once per search in the
+//! pair-interleaved layout `TDPBF16PS` reads; four C tiles hold 32 × 32 f32
+//! sums over all the columns. Each sum sees, for every 32-column step in
+//! order, the `hi` then the `lo` product, wherever its row falls; a group of
+//! 16 queries whose `lo` halves are all zero (queries taken from BF16 rows)
+//! skips its `lo` products.
+//!
+//! On the machine measured a tile load costs about three tile products, so
+//! the loop keeps one load per product (two A and two B tiles for four C
+//! tiles) and no C tile traffic inside a row pair.
 //!
 //! Rust has no stable AMX intrinsics, so the instructions are written as
 //! inline assembly; the kernel asks Linux for AMX state once per process.
@@ -138,11 +143,14 @@ impl Config {
 /// rows of `cols` values) with every query, into `dots[row * nq + q]`, and
 /// with `norms` (one per row of the block) the same rows' squared norms.
 /// Returns how many rows were done; the caller handles the rest.
+///
+/// The rows go 32 at a time: packed as A tiles, then multiplied with every
+/// query while the packed copy (256 KiB for rows of 4096) is in L2.
 pub(super) fn block(
     block: &[u8],
     cols: usize,
     queries: &Packed,
-    norms: Option<&mut [f32]>,
+    mut norms: Option<&mut [f32]>,
     dots: &mut [f32],
 ) -> usize {
     let row_bytes = cols * 2;
@@ -151,14 +159,16 @@ pub(super) fn block(
     let rows = block.len() / row_bytes;
     let nq = queries.nq;
     assert_eq!(dots.len(), rows * nq, "dots length");
-    let full = rows / (2 * TILE) * (2 * TILE);
-    let steps = queries.steps;
+    let pair = 2 * TILE;
     PACKED_ROWS.with_borrow_mut(|packed| {
-        let norms = norms.map(|n| &mut n[..full]);
-        pack_rows(&block[..full * row_bytes], row_bytes, packed, norms);
-        multiply(packed, full, steps, queries, dots);
+        for (p, raw) in block.chunks_exact(pair * row_bytes).enumerate() {
+            let rows = p * pair..(p + 1) * pair;
+            let norms = norms.as_deref_mut().map(|n| &mut n[rows.clone()]);
+            pack_rows(raw, row_bytes, packed, norms);
+            multiply(packed, queries, &mut dots[rows.start * nq..rows.end * nq]);
+        }
     });
-    full
+    rows / pair * pair
 }
 
 thread_local! {
@@ -229,154 +239,117 @@ fn pack_groups<const NORMS: bool>(
     }
 }
 
-/// Column steps per chunk: the chunk's B tiles for a pair of query groups
-/// (4 KiB per step) stay in L1 while every row pair of the block uses them.
-const CHUNK_STEPS: usize = 8;
-
-/// The tile products of `rows` packed rows (a multiple of 32) with every
-/// query group pair, into `dots`. Sums are kept in `C` tiles within a chunk
-/// of columns and in memory between chunks (exact f32 stores), so each sum
-/// still sees every step's `hi` then `lo` product in order.
-fn multiply(packed: &[u8], rows: usize, steps: usize, queries: &Packed, dots: &mut [f32]) {
+/// The tile products of 32 packed rows with every query, into `dots`. The
+/// row pair meets each pair of query groups over all the columns with its
+/// four sums held in C tiles, so each sum sees every step's `hi` then `lo`
+/// product in order.
+fn multiply(packed: &[u8], queries: &Packed, dots: &mut [f32]) {
     assert!(available());
-    let nq = queries.nq;
+    let (nq, steps) = (queries.nq, queries.steps);
     let tile_bytes = TILE * 64;
-    assert!(packed.len() == rows * steps * 64 && dots.len() >= rows * nq);
-    assert!(rows.is_multiple_of(2 * TILE));
-    let pairs = rows / (2 * TILE);
-    // Four C tiles per (row pair, group pair).
-    let mut sums = vec![[0f32; TILE * TILE]; pairs * queries.groups * 2];
+    assert!(packed.len() == 2 * steps * tile_bytes && dots.len() == 2 * TILE * nq);
+    let mut c = [[0f32; TILE * TILE]; 4];
     let config = Config::new();
     // SAFETY: AMX is available and enabled for this process (checked above);
     // the configuration is a valid palette-1 layout.
     unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
     for g in (0..queries.groups).step_by(2) {
         let (lo0, lo1) = (queries.with_lo[g], queries.with_lo[g + 1]);
-        for k0 in (0..steps).step_by(CHUNK_STEPS) {
-            for p in 0..pairs {
-                let c = &mut sums[(p * queries.groups + g) * 2..][..4];
-                if k0 == 0 {
-                    // SAFETY: AMX is configured (above); tilezero touches no memory.
-                    unsafe {
-                        asm!(
-                            "tilezero tmm0",
-                            "tilezero tmm1",
-                            "tilezero tmm2",
-                            "tilezero tmm3",
-                            options(nostack, nomem)
-                        )
-                    };
-                } else {
-                    // SAFETY: each tileloadd reads 16 rows of 64 bytes at
-                    // stride 64, exactly one `[f32; 256]`.
-                    unsafe {
-                        asm!(
-                            "tileloadd tmm0, [{c0} + {b}*1]",
-                            "tileloadd tmm1, [{c1} + {b}*1]",
-                            "tileloadd tmm2, [{c2} + {b}*1]",
-                            "tileloadd tmm3, [{c3} + {b}*1]",
-                            c0 = in(reg) c[0].as_ptr(),
-                            c1 = in(reg) c[1].as_ptr(),
-                            c2 = in(reg) c[2].as_ptr(),
-                            c3 = in(reg) c[3].as_ptr(),
-                            b = in(reg) 64usize,
-                            options(nostack, readonly),
-                        )
-                    };
-                }
-                for s in k0..(k0 + CHUNK_STEPS).min(steps) {
-                    let group = 2 * p;
-                    let a0 = &packed[(group * steps + s) * tile_bytes..][..tile_bytes];
-                    let a1 = &packed[((group + 1) * steps + s) * tile_bytes..][..tile_bytes];
-                    let (h0, h1) = (queries.tile(0, g, s), queries.tile(0, g + 1, s));
-                    // SAFETY: each tileloadd reads 16 rows of 64 bytes at
-                    // stride 64, exactly one of the 1024-byte slices above (A
-                    // tiles of 1024 bytes, B tiles of 512 u16). tdpbf16ps
-                    // works on registers.
-                    unsafe {
-                        asm!(
-                            "tileloadd tmm4, [{a0} + {b}*1]",
-                            "tileloadd tmm5, [{a1} + {b}*1]",
-                            "tileloadd tmm6, [{h0} + {b}*1]",
-                            "tileloadd tmm7, [{h1} + {b}*1]",
-                            "tdpbf16ps tmm0, tmm4, tmm6",
-                            "tdpbf16ps tmm1, tmm4, tmm7",
-                            "tdpbf16ps tmm2, tmm5, tmm6",
-                            "tdpbf16ps tmm3, tmm5, tmm7",
-                            a0 = in(reg) a0.as_ptr(),
-                            a1 = in(reg) a1.as_ptr(),
-                            h0 = in(reg) h0.as_ptr(),
-                            h1 = in(reg) h1.as_ptr(),
-                            b = in(reg) 64usize,
-                            options(nostack, readonly),
-                        )
-                    };
-                    // The `lo` products of each group that has any, after
-                    // its `hi` ones; tmm4 and tmm5 still hold the A tiles.
-                    if lo0 {
-                        let l0 = queries.tile(1, g, s);
-                        // SAFETY: as above, one B tile of 512 u16.
-                        unsafe {
-                            asm!(
-                                "tileloadd tmm6, [{l0} + {b}*1]",
-                                "tdpbf16ps tmm0, tmm4, tmm6",
-                                "tdpbf16ps tmm2, tmm5, tmm6",
-                                l0 = in(reg) l0.as_ptr(),
-                                b = in(reg) 64usize,
-                                options(nostack, readonly),
-                            )
-                        };
-                    }
-                    if lo1 {
-                        let l1 = queries.tile(1, g + 1, s);
-                        // SAFETY: as above, one B tile of 512 u16.
-                        unsafe {
-                            asm!(
-                                "tileloadd tmm7, [{l1} + {b}*1]",
-                                "tdpbf16ps tmm1, tmm4, tmm7",
-                                "tdpbf16ps tmm3, tmm5, tmm7",
-                                l1 = in(reg) l1.as_ptr(),
-                                b = in(reg) 64usize,
-                                options(nostack, readonly),
-                            )
-                        };
-                    }
-                }
-                // SAFETY: each tilestored writes 16 rows of 64 bytes at stride
-                // 64, exactly one `[f32; 256]`.
+        // SAFETY: AMX is configured (above); tilezero touches no memory.
+        unsafe {
+            asm!(
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                "tilezero tmm3",
+                options(nostack, nomem)
+            )
+        };
+        for s in 0..steps {
+            let a0 = &packed[s * tile_bytes..][..tile_bytes];
+            let a1 = &packed[(steps + s) * tile_bytes..][..tile_bytes];
+            let (h0, h1) = (queries.tile(0, g, s), queries.tile(0, g + 1, s));
+            // SAFETY: each tileloadd reads 16 rows of 64 bytes at
+            // stride 64, exactly one of the 1024-byte slices above (A
+            // tiles of 1024 bytes, B tiles of 512 u16). tdpbf16ps
+            // works on registers.
+            unsafe {
+                asm!(
+                    "tileloadd tmm4, [{a0} + {b}*1]",
+                    "tileloadd tmm5, [{a1} + {b}*1]",
+                    "tileloadd tmm6, [{h0} + {b}*1]",
+                    "tileloadd tmm7, [{h1} + {b}*1]",
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                    a0 = in(reg) a0.as_ptr(),
+                    a1 = in(reg) a1.as_ptr(),
+                    h0 = in(reg) h0.as_ptr(),
+                    h1 = in(reg) h1.as_ptr(),
+                    b = in(reg) 64usize,
+                    options(nostack, readonly),
+                )
+            };
+            // The `lo` products of each group that has any, after
+            // its `hi` ones; tmm4 and tmm5 still hold the A tiles.
+            if lo0 {
+                let l0 = queries.tile(1, g, s);
+                // SAFETY: as above, one B tile of 512 u16.
                 unsafe {
                     asm!(
-                        "tilestored [{c0} + {b}*1], tmm0",
-                        "tilestored [{c1} + {b}*1], tmm1",
-                        "tilestored [{c2} + {b}*1], tmm2",
-                        "tilestored [{c3} + {b}*1], tmm3",
-                        c0 = in(reg) c[0].as_mut_ptr(),
-                        c1 = in(reg) c[1].as_mut_ptr(),
-                        c2 = in(reg) c[2].as_mut_ptr(),
-                        c3 = in(reg) c[3].as_mut_ptr(),
+                        "tileloadd tmm6, [{l0} + {b}*1]",
+                        "tdpbf16ps tmm0, tmm4, tmm6",
+                        "tdpbf16ps tmm2, tmm5, tmm6",
+                        l0 = in(reg) l0.as_ptr(),
                         b = in(reg) 64usize,
-                        options(nostack),
+                        options(nostack, readonly),
                     )
                 };
+            }
+            if lo1 {
+                let l1 = queries.tile(1, g + 1, s);
+                // SAFETY: as above, one B tile of 512 u16.
+                unsafe {
+                    asm!(
+                        "tileloadd tmm7, [{l1} + {b}*1]",
+                        "tdpbf16ps tmm1, tmm4, tmm7",
+                        "tdpbf16ps tmm3, tmm5, tmm7",
+                        l1 = in(reg) l1.as_ptr(),
+                        b = in(reg) 64usize,
+                        options(nostack, readonly),
+                    )
+                };
+            }
+        }
+        // SAFETY: each tilestored writes 16 rows of 64 bytes at stride
+        // 64, exactly one `[f32; 256]`.
+        unsafe {
+            asm!(
+                "tilestored [{c0} + {b}*1], tmm0",
+                "tilestored [{c1} + {b}*1], tmm1",
+                "tilestored [{c2} + {b}*1], tmm2",
+                "tilestored [{c3} + {b}*1], tmm3",
+                c0 = in(reg) c[0].as_mut_ptr(),
+                c1 = in(reg) c[1].as_mut_ptr(),
+                c2 = in(reg) c[2].as_mut_ptr(),
+                c3 = in(reg) c[3].as_mut_ptr(),
+                b = in(reg) 64usize,
+                options(nostack),
+            )
+        };
+        for (t, tile) in c.iter().enumerate() {
+            let (row0, q0) = (TILE * (t / 2), (g + t % 2) * TILE);
+            let lanes = nq.saturating_sub(q0).min(TILE);
+            if lanes == 0 {
+                continue;
+            }
+            for (i, sums) in tile.chunks_exact(TILE).enumerate() {
+                let at = (row0 + i) * nq + q0;
+                dots[at..at + lanes].copy_from_slice(&sums[..lanes]);
             }
         }
     }
     // SAFETY: releases the tile state configured above.
     unsafe { asm!("tilerelease", options(nostack, nomem)) };
-    for p in 0..pairs {
-        for g in (0..queries.groups).step_by(2) {
-            let c = &sums[(p * queries.groups + g) * 2..][..4];
-            for (t, tile) in c.iter().enumerate() {
-                let (row0, q0) = (2 * TILE * p + TILE * (t / 2), (g + t % 2) * TILE);
-                let lanes = nq.saturating_sub(q0).min(TILE);
-                if lanes == 0 {
-                    continue;
-                }
-                for (i, sums) in tile.chunks_exact(TILE).enumerate() {
-                    let at = (row0 + i) * nq + q0;
-                    dots[at..at + lanes].copy_from_slice(&sums[..lanes]);
-                }
-            }
-        }
-    }
 }
