@@ -33,13 +33,12 @@ pub(super) enum Kernel {
 
 impl Kernel {
     /// The fastest kernel this CPU runs for `nq` queries on a matrix of
-    /// `dtype`. For BF16, below [`MANY_QUERIES`]: BF16 dot products (two
-    /// per query, hi and lo, or one for a query exact in BF16; the pass is
-    /// memory-bound); from there on, AMX
-    /// (which always computes 32 queries at once), or else f32 FMA on
-    /// converted blocks, which does more work per cycle than the BF16 dot
-    /// products on the machines measured. Other dtypes: the widest
-    /// f32 path.
+    /// `dtype`. For BF16: from [`AMX_QUERIES`] on, AMX (which always
+    /// computes 32 queries at once); else below [`MANY_QUERIES`], BF16 dot
+    /// products (two per query, hi and lo, or one for a query exact in
+    /// BF16; the pass is memory-bound); from there on, f32 FMA on converted
+    /// blocks, which does more work per cycle than the BF16 dot products on
+    /// the machines measured. Other dtypes: the widest f32 path.
     ///
     /// The environment variable `EMBSCOPE_KERNEL` (`portable`, `avx2`,
     /// `avx512`, `avx512bf16`, `amx`) forces a kernel when the CPU has it,
@@ -55,7 +54,7 @@ impl Kernel {
         {
             let has = |k| available.contains(&k);
             #[cfg(target_os = "linux")]
-            if has(Kernel::Amx) && nq >= MANY_QUERIES {
+            if has(Kernel::Amx) && nq >= AMX_QUERIES {
                 return Kernel::Amx;
             }
             if has(Kernel::Avx512Bf16) && nq < MANY_QUERIES {
@@ -142,9 +141,17 @@ pub(super) struct Queries {
 }
 
 /// From this many queries on, a BF16 matrix leaves the BF16 dot products
-/// for AMX tiles, or without AMX for the f32 panels. Measured on a
-/// 128256 × 4096 matrix on a busy 2-core machine (medians, ms): 8 queries
-/// BF16 215, AMX 245, f32 300; 16 queries BF16 400-620, AMX 205-245, f32 310.
+/// for AMX tiles. Measured on a 128256 × 4096 matrix on a 2-core machine
+/// (medians, ms, BF16 / AMX), queries taken from rows (exact in BF16) and
+/// sums of three rows (not): 5 queries 146 / 148 and 159 / 156; 6 queries
+/// 151 / 151 and 170 / 155; 8 queries 160 / 154 and 199 / 158.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+const AMX_QUERIES: usize = 6;
+
+/// Without AMX, from this many queries on, a BF16 matrix leaves the BF16
+/// dot products for the f32 panels. Measured on a 128256 × 4096 matrix on a
+/// busy 2-core machine (medians, ms): 8 queries BF16 215, f32 300; 16
+/// queries BF16 400-620, f32 310 (queries not exact in BF16).
 #[cfg(target_arch = "x86_64")]
 const MANY_QUERIES: usize = 12;
 
