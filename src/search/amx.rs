@@ -200,6 +200,12 @@ fn pack_rows(rows: &[u8], row_bytes: usize, packed: &mut Vec<u8>, norms: Option<
     }
 }
 
+/// Column steps of one row that [`pack_groups`] copies before moving to the
+/// next row: 512 contiguous bytes rather than 64 measured 2-4% faster for
+/// 64 queries (16 steps as fast; 32 and more slower, as the lines in flight
+/// no longer fit L1).
+const PACK_RUN: usize = 8;
+
 /// [`pack_rows`] on whole groups, with or without norms.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 fn pack_groups<const NORMS: bool>(
@@ -216,18 +222,21 @@ fn pack_groups<const NORMS: bool>(
             std::array::from_fn(|r| group[r * row_bytes..][..row_bytes].as_chunks().0);
         let (out, _) = out.as_chunks_mut::<64>();
         let mut acc = [_mm512_setzero_ps(); TILE];
-        for s in 0..row_bytes / 64 {
+        let steps = row_bytes / 64;
+        for s0 in (0..steps).step_by(PACK_RUN) {
             for r in 0..TILE {
-                let (src, dst) = (&lines[r][s], &mut out[s * TILE + r]);
-                // SAFETY: `src` and `dst` are 64 bytes each; loadu and storeu
-                // have no alignment requirement.
-                let v = unsafe { _mm512_loadu_si512(src.as_ptr().cast()) };
-                // SAFETY: as above.
-                unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), v) };
-                if NORMS {
-                    // SAFETY: both are plain 512-bit vectors.
-                    let x = unsafe { std::mem::transmute::<__m512i, __m512bh>(v) };
-                    acc[r] = _mm512_dpbf16_ps(acc[r], x, x);
+                for s in s0..(s0 + PACK_RUN).min(steps) {
+                    let (src, dst) = (&lines[r][s], &mut out[s * TILE + r]);
+                    // SAFETY: `src` and `dst` are 64 bytes each; loadu and
+                    // storeu have no alignment requirement.
+                    let v = unsafe { _mm512_loadu_si512(src.as_ptr().cast()) };
+                    // SAFETY: as above.
+                    unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), v) };
+                    if NORMS {
+                        // SAFETY: both are plain 512-bit vectors.
+                        let x = unsafe { std::mem::transmute::<__m512i, __m512bh>(v) };
+                        acc[r] = _mm512_dpbf16_ps(acc[r], x, x);
+                    }
                 }
             }
         }
