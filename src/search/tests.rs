@@ -200,8 +200,9 @@ fn every_kernel_matches_the_f64_reference() {
 fn exact_bf16_queries_among_others_match_the_f64_reference() {
     // Rows of the matrix (exact in BF16, so the BF16 kernels skip their `lo`
     // products) mixed with queries that are not: whole query tiles and AMX
-    // groups of each kind, and mixed ones.
-    for (rows, cols) in [(300, 96), (90, 40)] {
+    // groups of each kind, and mixed ones; 320 columns are 10 AMX steps,
+    // more than one packing run.
+    for (rows, cols) in [(300, 96), (90, 40), (70, 320)] {
         let (bytes, stored) = store(&values(rows * cols, 11), Dtype::BF16);
         let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
         let mask: Vec<bool> = (0..rows).map(|i| i % 5 != 2).collect();
@@ -300,4 +301,25 @@ fn amx_takes_matrices_whose_columns_fit_its_tiles() {
     assert_eq!(fits.block_bytes(), 1 << 20);
     let odd = kernels::Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 48]]);
     assert_eq!(odd.block_bytes(), 256 * 1024);
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn amx_row_norms_are_the_avx512_bf16_ones_bit_for_bit() {
+    if !super::amx::available() {
+        return;
+    }
+    // Two row pairs go through AMX (norms from the packing), 6 rows through
+    // AVX-512 BF16; 320 columns are more than one packing run.
+    let (rows, cols) = (70, 320);
+    let (bytes, _) = store(&values(rows * cols, 5), Dtype::BF16);
+    let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+    let queries = [values(cols, 9)];
+    let norms_of = |kernel| {
+        let q = kernels::Queries::new(kernel, Dtype::BF16, &queries);
+        let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows]);
+        q.score_block(&m, 0..rows, &mut Vec::new(), Some(&mut norms), &mut dots);
+        norms
+    };
+    assert_eq!(norms_of(Kernel::Amx), norms_of(Kernel::Avx512Bf16));
 }
