@@ -26,7 +26,7 @@ pub(super) enum Kernel {
     #[cfg(target_arch = "x86_64")]
     Avx512Bf16,
     /// AMX BF16 tile products on the stored bytes (BF16 matrices whose
-    /// columns are a multiple of 32; other rows and norms use AVX-512 BF16).
+    /// columns are a multiple of 32; other rows use AVX-512 BF16).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     Amx,
 }
