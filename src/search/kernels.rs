@@ -26,19 +26,19 @@ pub(super) enum Kernel {
     #[cfg(target_arch = "x86_64")]
     Avx512Bf16,
     /// AMX BF16 tile products on the stored bytes (BF16 matrices whose
-    /// columns are a multiple of 32; other rows and norms use AVX-512 BF16).
+    /// columns are a multiple of 32; other rows use AVX-512 BF16).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     Amx,
 }
 
 impl Kernel {
     /// The fastest kernel this CPU runs for `nq` queries on a matrix of
-    /// `dtype`. For BF16, below [`MANY_QUERIES`]: BF16 dot products (two
-    /// per query, hi and lo; the pass is memory-bound); from there on, AMX
-    /// (which always computes 32 queries at once), or else f32 FMA on
-    /// converted blocks, which does more work per cycle than the BF16 dot
-    /// products on the machines measured. Other dtypes: the widest
-    /// f32 path.
+    /// `dtype`. For BF16: from [`AMX_QUERIES`] on, AMX (which always
+    /// computes 32 queries at once); else below [`MANY_QUERIES`], BF16 dot
+    /// products (two per query, hi and lo, or one for a query exact in
+    /// BF16; the pass is memory-bound); from there on, f32 FMA on converted
+    /// blocks, which does more work per cycle than the BF16 dot products on
+    /// the machines measured. Other dtypes: the widest f32 path.
     ///
     /// The environment variable `EMBSCOPE_KERNEL` (`portable`, `avx2`,
     /// `avx512`, `avx512bf16`, `amx`) forces a kernel when the CPU has it,
@@ -54,7 +54,7 @@ impl Kernel {
         {
             let has = |k| available.contains(&k);
             #[cfg(target_os = "linux")]
-            if has(Kernel::Amx) && nq >= MANY_QUERIES {
+            if has(Kernel::Amx) && nq >= AMX_QUERIES {
                 return Kernel::Amx;
             }
             if has(Kernel::Avx512Bf16) && nq < MANY_QUERIES {
@@ -126,12 +126,9 @@ pub(super) struct Queries {
     kernel: Kernel,
     /// All queries back to back, `nq * cols` values (f32 kernels).
     f32: Vec<f32>,
-    /// `bf16(q)` for each value (the BF16 and AMX kernels).
+    /// The queries' BF16 halves (the BF16 and AMX kernels).
     #[cfg(target_arch = "x86_64")]
-    hi: Vec<u16>,
-    /// `bf16(q - hi)`: `hi + lo` carries about 16 significant bits of `q`.
-    #[cfg(target_arch = "x86_64")]
-    lo: Vec<u16>,
+    halves: Option<super::x86::Halves>,
     /// The queries transposed for the many-query AVX-512 kernel.
     #[cfg(target_arch = "x86_64")]
     panels: Option<super::x86::Transposed>,
@@ -144,9 +141,17 @@ pub(super) struct Queries {
 }
 
 /// From this many queries on, a BF16 matrix leaves the BF16 dot products
-/// for AMX tiles, or without AMX for the f32 panels. Measured on a
-/// 128256 × 4096 matrix on a busy 2-core machine (medians, ms): 8 queries
-/// BF16 215, AMX 245, f32 300; 16 queries BF16 400-620, AMX 205-245, f32 310.
+/// for AMX tiles. Measured on a 128256 × 4096 matrix on a 2-core machine
+/// (medians, ms, BF16 / AMX), queries taken from rows (exact in BF16) and
+/// sums of three rows (not): 5 queries 146 / 148 and 159 / 156; 6 queries
+/// 151 / 151 and 170 / 155; 8 queries 160 / 154 and 199 / 158.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+const AMX_QUERIES: usize = 6;
+
+/// Without AMX, from this many queries on, a BF16 matrix leaves the BF16
+/// dot products for the f32 panels. Measured on a 128256 × 4096 matrix on a
+/// busy 2-core machine (medians, ms): 8 queries BF16 215, f32 300; 16
+/// queries BF16 400-620, f32 310 (queries not exact in BF16).
 #[cfg(target_arch = "x86_64")]
 const MANY_QUERIES: usize = 12;
 
@@ -175,28 +180,18 @@ impl Queries {
                 !bf16_bytes || dtype == Dtype::BF16,
                 "the BF16 kernels read BF16 bytes"
             );
-            let to_bits = |x: f32| half::bf16::from_f32(x).to_bits();
-            let hi: Vec<u16> = if bf16_bytes {
-                flat.iter().map(|&x| to_bits(x)).collect()
-            } else {
-                Vec::new()
-            };
-            let lo: Vec<u16> = hi
-                .iter()
-                .zip(&flat)
-                .map(|(&h, &x)| to_bits(x - half::bf16::from_bits(h).to_f32()))
-                .collect();
+            let halves = bf16_bytes.then(|| super::x86::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES && cols > 0)
                 .then(|| super::x86::Transposed::new(&flat, cols));
             Queries {
                 kernel,
                 #[cfg(target_os = "linux")]
-                tiles: kernel
-                    .is_amx()
-                    .then(|| super::amx::Packed::new(&hi, &lo, cols)),
+                tiles: halves
+                    .as_ref()
+                    .filter(|_| kernel.is_amx())
+                    .map(|h| super::amx::Packed::new(h, cols)),
                 f32: if bf16_bytes { Vec::new() } else { flat },
-                hi,
-                lo,
+                halves,
                 panels,
                 nq,
             }
@@ -208,9 +203,10 @@ impl Queries {
         }
     }
 
-    /// Raw bytes per block of rows: 1 MiB for AMX, whose column chunks
-    /// serve every row pair of a block, 256 KiB otherwise, so that a block
-    /// and the queries it meets stay in a core's L2 cache.
+    /// Raw bytes per block of rows: 256 KiB, so that a block and the
+    /// queries it meets stay in a core's L2 cache; 1 MiB for AMX, which
+    /// works on 32 rows at a time whatever the block (256 KiB to 4 MiB
+    /// measured the same, 1 MiB a hair faster).
     pub(super) fn block_bytes(&self) -> usize {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if self.tiles.is_some() {
@@ -238,20 +234,19 @@ impl Queries {
             }
             return;
         }
-        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(tiles) = &self.tiles {
-            let bytes = m.block_bytes(rows);
-            if norms.is_some() {
-                super::x86::block_bf16(bytes, cols, &[], &[], norms, &mut []);
-            }
-            let done = super::amx::block(bytes, cols, tiles, dots);
-            let (rest, rest_dots) = (&bytes[done * cols * 2..], &mut dots[done * self.nq..]);
-            return super::x86::block_bf16(rest, cols, &self.hi, &self.lo, None, rest_dots);
-        }
         #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Avx512Bf16 {
+        if let Some(halves) = &self.halves {
             let bytes = m.block_bytes(rows);
-            return super::x86::block_bf16(bytes, cols, &self.hi, &self.lo, norms, dots);
+            #[cfg(target_os = "linux")]
+            if let Some(tiles) = &self.tiles {
+                let mut norms = norms;
+                let done = super::amx::block(bytes, cols, tiles, norms.as_deref_mut(), dots);
+                let rest = &bytes[done * cols * 2..];
+                let rest_norms = norms.map(|n| &mut n[done..]);
+                let rest_dots = &mut dots[done * self.nq..];
+                return super::x86::block_bf16(rest, cols, halves, rest_norms, rest_dots);
+            }
+            return super::x86::block_bf16(bytes, cols, halves, norms, dots);
         }
         scratch.resize(rows.len() * cols, 0.0);
         m.block_into(rows, scratch);

@@ -134,9 +134,48 @@ fn reference(stored: &[f32], cols: usize, queries: &[Vec<f32>], metric: Metric) 
         .collect()
 }
 
+/// Checks every kernel's full ranking of `m` (whose values as stored are
+/// `stored`) for `queries` against the f64 reference, both metrics.
+fn assert_every_kernel_matches(m: &Matrix, stored: &[f32], queries: &[Vec<f32>], mask: &[bool]) {
+    let p = Progress::hidden();
+    let (dtype, rows, cols) = (m.dtype(), m.rows(), m.cols());
+    let nq = queries.len();
+    for metric in [Metric::Cosine, Metric::Dot] {
+        let want = reference(stored, cols, queries, metric);
+        for kernel in Kernel::available(dtype) {
+            let got = top_k_with(kernel, m, queries, rows, metric, Some(mask), &p);
+            for (q, list) in got.iter().enumerate() {
+                let what = format!("{dtype} {rows}x{cols} {nq}q {metric:?} {kernel:?} q{q}");
+                assert_eq!(list.len(), mask.iter().filter(|&&b| b).count(), "{what}");
+                let qnorm = queries[q].iter().map(|x| x * x).sum::<f32>().sqrt();
+                for pair in list.windows(2) {
+                    assert!(Ranked(pair[0]) > Ranked(pair[1]), "{what}: order");
+                }
+                for h in list {
+                    let i = h.id as usize;
+                    assert!(mask[i], "{what}: masked row {i}");
+                    let scale = match metric {
+                        Metric::Cosine => 1.0,
+                        Metric::Dot => {
+                            let row = &stored[i * cols..(i + 1) * cols];
+                            f64::from(row.iter().map(|x| x * x).sum::<f32>().sqrt() * qnorm)
+                        }
+                    };
+                    let err = (f64::from(h.score) - want[q][i]).abs() / scale;
+                    assert!(
+                        err < 1e-5,
+                        "{what}: row {i} {} vs {} ({err})",
+                        h.score,
+                        want[q][i]
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn every_kernel_matches_the_f64_reference() {
-    let p = Progress::hidden();
     for (dtype, rows, cols) in [
         (Dtype::BF16, 1000, 300),
         (Dtype::BF16, 37, 4096),
@@ -152,39 +191,35 @@ fn every_kernel_matches_the_f64_reference() {
         let mask: Vec<bool> = (0..rows).map(|i| i % 7 != 3).collect();
         for nq in [1, 2, 3, 4, 5, 9, 33] {
             let queries: Vec<Vec<f32>> = (0..nq).map(|q| values(cols, 1000 + q as u64)).collect();
-            for metric in [Metric::Cosine, Metric::Dot] {
-                let want = reference(&stored, cols, &queries, metric);
-                for kernel in Kernel::available(dtype) {
-                    let got = top_k_with(kernel, &m, &queries, rows, metric, Some(&mask), &p);
-                    for (q, list) in got.iter().enumerate() {
-                        let what =
-                            format!("{dtype} {rows}x{cols} {nq}q {metric:?} {kernel:?} q{q}");
-                        assert_eq!(list.len(), mask.iter().filter(|&&b| b).count(), "{what}");
-                        let qnorm = queries[q].iter().map(|x| x * x).sum::<f32>().sqrt();
-                        for pair in list.windows(2) {
-                            assert!(Ranked(pair[0]) > Ranked(pair[1]), "{what}: order");
-                        }
-                        for h in list {
-                            let i = h.id as usize;
-                            assert!(mask[i], "{what}: masked row {i}");
-                            let scale = match metric {
-                                Metric::Cosine => 1.0,
-                                Metric::Dot => {
-                                    let row = &stored[i * cols..(i + 1) * cols];
-                                    f64::from(row.iter().map(|x| x * x).sum::<f32>().sqrt() * qnorm)
-                                }
-                            };
-                            let err = (f64::from(h.score) - want[q][i]).abs() / scale;
-                            assert!(
-                                err < 1e-5,
-                                "{what}: row {i} {} vs {} ({err})",
-                                h.score,
-                                want[q][i]
-                            );
-                        }
+            assert_every_kernel_matches(&m, &stored, &queries, &mask);
+        }
+    }
+}
+
+#[test]
+fn exact_bf16_queries_among_others_match_the_f64_reference() {
+    // Rows of the matrix (exact in BF16, so the BF16 kernels skip their `lo`
+    // products) mixed with queries that are not: whole query tiles and AMX
+    // groups of each kind, and mixed ones; 320 columns are 10 AMX steps,
+    // more than one packing run.
+    for (rows, cols) in [(300, 96), (90, 40), (70, 320)] {
+        let (bytes, stored) = store(&values(rows * cols, 11), Dtype::BF16);
+        let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+        let mask: Vec<bool> = (0..rows).map(|i| i % 5 != 2).collect();
+        let row = |i: usize| stored[i * cols..(i + 1) * cols].to_vec();
+        let other = |q: usize| values(cols, 500 + q as u64);
+        let exact = |q: usize| q < 16 || (32..36).contains(&q) || q.is_multiple_of(7);
+        for nq in [1, 5, 16, 40, 70] {
+            let queries: Vec<Vec<f32>> = (0..nq)
+                .map(|q| {
+                    if exact(q) {
+                        row(3 * q % rows)
+                    } else {
+                        other(q)
                     }
-                }
-            }
+                })
+                .collect();
+            assert_every_kernel_matches(&m, &stored, &queries, &mask);
         }
     }
 }
@@ -262,4 +297,25 @@ fn amx_takes_matrices_whose_columns_fit_its_tiles() {
     assert_eq!(fits.block_bytes(), 1 << 20);
     let odd = kernels::Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 48]]);
     assert_eq!(odd.block_bytes(), 256 * 1024);
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn amx_row_norms_are_the_avx512_bf16_ones_bit_for_bit() {
+    if !super::amx::available() {
+        return;
+    }
+    // Two row pairs go through AMX (norms from the packing), 6 rows through
+    // AVX-512 BF16; 320 columns are more than one packing run.
+    let (rows, cols) = (70, 320);
+    let (bytes, _) = store(&values(rows * cols, 5), Dtype::BF16);
+    let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+    let queries = [values(cols, 9)];
+    let norms_of = |kernel| {
+        let q = kernels::Queries::new(kernel, Dtype::BF16, &queries);
+        let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows]);
+        q.score_block(&m, 0..rows, &mut Vec::new(), Some(&mut norms), &mut dots);
+        norms
+    };
+    assert_eq!(norms_of(Kernel::Amx), norms_of(Kernel::Avx512Bf16));
 }

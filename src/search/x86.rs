@@ -55,19 +55,15 @@ fn block_f32_avx2_impl(
     super::kernels::block_f32(block, cols, queries, norms, dots)
 }
 
-/// Calls `$walk::<R, Q, NORMS>(args)` for a query tile of `$qn` (1 to 4)
+/// Calls `$walk::<R, Q, $flags..>(args)` for a query tile of `$qn` (1 to 4)
 /// queries: row tiles of 4 rows for 3–4 queries, 8 rows for 1–2.
 macro_rules! dispatch {
-    ($walk:ident, $qn:expr, $norms:expr, ($($arg:expr),*)) => {
-        match ($qn, $norms) {
-            (4, false) => $walk::<4, 4, false>($($arg),*),
-            (4, true) => $walk::<4, 4, true>($($arg),*),
-            (3, false) => $walk::<4, 3, false>($($arg),*),
-            (3, true) => $walk::<4, 3, true>($($arg),*),
-            (2, false) => $walk::<8, 2, false>($($arg),*),
-            (2, true) => $walk::<8, 2, true>($($arg),*),
-            (1, false) => $walk::<8, 1, false>($($arg),*),
-            _ => $walk::<8, 1, true>($($arg),*),
+    ($walk:ident::<$($flag:literal),*>, $qn:expr, ($($arg:expr),*)) => {
+        match $qn {
+            4 => $walk::<4, 4, $($flag),*>($($arg),*),
+            3 => $walk::<4, 3, $($flag),*>($($arg),*),
+            2 => $walk::<8, 2, $($flag),*>($($arg),*),
+            _ => $walk::<8, 1, $($flag),*>($($arg),*),
         }
     };
 }
@@ -89,28 +85,53 @@ fn shapes(
     (rows, nq)
 }
 
+/// Queries split into BF16 halves for the BF16 kernels: `hi = bf16(q)` and
+/// `lo = bf16(q - hi)`, which together carry about 16 significant bits of
+/// `q`. A query taken from a BF16 row has `lo` all zero, and its `lo`
+/// products are skipped.
+pub(super) struct Halves {
+    /// The `hi` halves, queries back to back.
+    pub(super) hi: Vec<u16>,
+    /// The `lo` halves, queries back to back.
+    pub(super) lo: Vec<u16>,
+    /// Per query: its `lo` half is all (signed) zeros.
+    pub(super) exact: Vec<bool>,
+}
+
+impl Halves {
+    /// Splits queries of `cols` values, stored back to back.
+    pub(super) fn new(queries: &[f32], cols: usize) -> Self {
+        let to_bits = |x: f32| half::bf16::from_f32(x).to_bits();
+        let hi: Vec<u16> = queries.iter().map(|&x| to_bits(x)).collect();
+        let lo: Vec<u16> = hi
+            .iter()
+            .zip(queries)
+            .map(|(&h, &x)| to_bits(x - half::bf16::from_bits(h).to_f32()))
+            .collect();
+        let exact = lo
+            .chunks_exact(cols.max(1))
+            .map(|lo| lo.iter().all(|&b| b & 0x7fff == 0))
+            .collect();
+        Halves { hi, lo, exact }
+    }
+}
+
 /// Row norms and dot products for a block of stored BF16 rows (`block`,
-/// little-endian, any alignment) against queries split into `hi + lo` BF16
-/// halves. Layout as in `Queries::score_block`.
+/// little-endian, any alignment) against at least one query. Layout as in
+/// `Queries::score_block`.
 pub(super) fn block_bf16(
     block: &[u8],
     cols: usize,
-    hi: &[u16],
-    lo: &[u16],
+    queries: &Halves,
     mut norms: Option<&mut [f32]>,
     dots: &mut [f32],
 ) {
     assert!(has_avx512bf16());
+    let (hi, lo) = (&queries.hi[..], &queries.lo[..]);
     assert_eq!(hi.len(), lo.len());
     assert_eq!(block.len() % 2, 0);
     let (rows, nq) = shapes(block.len() / 2, cols, hi.len(), norms.as_deref(), dots);
-    if nq == 0 {
-        if let Some(n) = norms {
-            // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
-            unsafe { walk_bf16::<8, 0, true>(block, cols, rows, hi, lo, 0, 0, n, dots) };
-        }
-        return;
-    }
+    assert!(nq > 0 && queries.exact.len() == nq, "queries");
     let mut q0 = 0;
     while q0 < nq {
         let qn = (nq - q0).min(4);
@@ -119,23 +140,34 @@ pub(super) fn block_bf16(
             Some(n) if with_norms => n,
             _ => &mut [],
         };
+        let with_lo = !queries.exact[q0..q0 + qn].iter().all(|&e| e);
+        macro_rules! walk {
+            ($norms:literal, $lo:literal) => {
+                dispatch!(
+                    walk_bf16::<$norms, $lo>,
+                    qn,
+                    (block, cols, rows, hi, lo, q0, nq, n, dots)
+                )
+            };
+        }
         // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
         unsafe {
-            dispatch!(
-                walk_bf16,
-                qn,
-                with_norms,
-                (block, cols, rows, hi, lo, q0, nq, n, dots)
-            )
+            match (with_norms, with_lo) {
+                (false, false) => walk!(false, false),
+                (false, true) => walk!(false, true),
+                (true, false) => walk!(true, false),
+                (true, true) => walk!(true, true),
+            }
         };
         q0 += qn;
     }
 }
 
-/// All row tiles of one query tile, BF16 path.
+/// All row tiles of one query tile, BF16 path; `LO` false skips the `lo`
+/// products (all of the tile's queries are exact BF16).
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 #[allow(clippy::too_many_arguments)]
-fn walk_bf16<const R: usize, const Q: usize, const NORMS: bool>(
+fn walk_bf16<const R: usize, const Q: usize, const NORMS: bool, const LO: bool>(
     block: &[u8],
     cols: usize,
     rows: usize,
@@ -148,11 +180,11 @@ fn walk_bf16<const R: usize, const Q: usize, const NORMS: bool>(
 ) {
     let mut r0 = 0;
     while r0 + R <= rows {
-        tile_bf16::<R, Q, NORMS>(block, cols, r0, hi, lo, q0, nq, norms, dots);
+        tile_bf16::<R, Q, NORMS, LO>(block, cols, r0, hi, lo, q0, nq, norms, dots);
         r0 += R;
     }
     for r in r0..rows {
-        tile_bf16::<1, Q, NORMS>(block, cols, r, hi, lo, q0, nq, norms, dots);
+        tile_bf16::<1, Q, NORMS, LO>(block, cols, r, hi, lo, q0, nq, norms, dots);
     }
 }
 
@@ -173,11 +205,12 @@ unsafe fn load_bf16(p: *const u8, mask: __mmask32) -> __m512bh {
 }
 
 /// One tile of `R` rows from `r0` × `Q` queries from `q0`, BF16 path: each
-/// product `row · q` is accumulated as `row · hi + row · lo`, and with
-/// `NORMS` the row's squared norm as `row · row` (exact BF16 products).
+/// product `row · q` is accumulated as `row · hi + row · lo` (`row · hi`
+/// alone without `LO`), and with `NORMS` the row's squared norm as
+/// `row · row` (exact BF16 products).
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 #[allow(clippy::too_many_arguments)]
-fn tile_bf16<const R: usize, const Q: usize, const NORMS: bool>(
+fn tile_bf16<const R: usize, const Q: usize, const NORMS: bool, const LO: bool>(
     block: &[u8],
     cols: usize,
     r0: usize,
@@ -208,15 +241,16 @@ fn tile_bf16<const R: usize, const Q: usize, const NORMS: bool>(
         let x: [__m512bh; R] = from_fn(|r| unsafe { load_bf16(row_ptr[r].add(2 * c), mask) });
         for q in 0..Q {
             // SAFETY: as above.
-            let (h, l) = unsafe {
-                (
-                    load_bf16(hi_ptr[q].add(2 * c), mask),
-                    load_bf16(lo_ptr[q].add(2 * c), mask),
-                )
-            };
+            let h = unsafe { load_bf16(hi_ptr[q].add(2 * c), mask) };
             for r in 0..R {
                 acc[r][q] = _mm512_dpbf16_ps(acc[r][q], x[r], h);
-                acc[r][q] = _mm512_dpbf16_ps(acc[r][q], x[r], l);
+            }
+            if LO {
+                // SAFETY: as above.
+                let l = unsafe { load_bf16(lo_ptr[q].add(2 * c), mask) };
+                for r in 0..R {
+                    acc[r][q] = _mm512_dpbf16_ps(acc[r][q], x[r], l);
+                }
             }
         }
         if NORMS {
@@ -264,12 +298,19 @@ pub(super) fn block_f32_avx512(
         };
         // SAFETY: the CPU has AVX-512F (checked above).
         unsafe {
-            dispatch!(
-                walk_f32,
-                qn,
-                with_norms,
-                (block, cols, rows, queries, q0, nq, n, dots)
-            )
+            if with_norms {
+                dispatch!(
+                    walk_f32::<true>,
+                    qn,
+                    (block, cols, rows, queries, q0, nq, n, dots)
+                )
+            } else {
+                dispatch!(
+                    walk_f32::<false>,
+                    qn,
+                    (block, cols, rows, queries, q0, nq, n, dots)
+                )
+            }
         };
         q0 += qn;
     }
