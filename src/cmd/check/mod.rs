@@ -1,8 +1,11 @@
 //! `check`: a consistency audit of the vocabulary layers. Findings come in
 //! two stages: header-only ones (sizes, special tokens, tie, dtypes,
-//! tokenizer self-consistency) computed from headers and small files, then
-//! value ones from one streaming pass over each stored matrix (see
-//! `values`), which also says what the unreachable rows hold.
+//! tokenizer self-consistency) computed from headers and small files by
+//! [`Check::start`], then value ones from one streaming pass over each
+//! stored matrix ([`ValuePass`], see `values`), which also says what the
+//! unreachable rows hold. The pass needs neither the tokenizer nor the
+//! header findings, so the two stages can run at the same time;
+//! [`Check::finish`] joins them into the report.
 
 mod header;
 mod rows;
