@@ -198,14 +198,17 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             let enabled = !cli.global.quiet && !cli.global.no_progress;
             let progress = Progress::new(enabled, pass.rows(), &pass.label());
             // The value pass streams the matrices while this thread reads
-            // the tokenizer and small files and prints what they show.
+            // the tokenizer and small files and prints what they show; if
+            // that fails, the pass is cancelled rather than waited for.
             let report = std::thread::scope(|s| -> Result<_, Stop> {
                 let values = s.spawn(|| pass.run(&progress));
-                let vocab = load_vocab(&ckpt)?;
+                let vocab = load_vocab(&ckpt).inspect_err(|_| progress.cancel())?;
                 let check = cmd::check::Check::start(&ckpt, &roles, vocab.as_ref());
                 if !json {
                     let early = render::check::early(check.early(), &style);
-                    progress.suspend(|| render::stdout(early.as_bytes()))?;
+                    progress
+                        .suspend(|| render::stdout(early.as_bytes()))
+                        .inspect_err(|_| progress.cancel())?;
                 }
                 let values = values
                     .join()

@@ -22,6 +22,8 @@ pub struct Progress {
     start: Instant,
     /// True while the bar may still be switched to stderr.
     pending: AtomicBool,
+    /// Set by [`Progress::cancel`]: the work counted here is no longer wanted.
+    cancelled: AtomicBool,
 }
 
 impl Progress {
@@ -39,6 +41,7 @@ impl Progress {
             bar,
             start: Instant::now(),
             pending: AtomicBool::new(enabled && std::io::stderr().is_terminal()),
+            cancelled: AtomicBool::new(false),
         }
     }
 
@@ -56,6 +59,18 @@ impl Progress {
         {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
         }
+    }
+
+    /// Tells the workers counting here that their result is no longer
+    /// wanted (another part of the command failed): scans check it between
+    /// blocks and stop early.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Progress::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
     }
 
     /// Hides the bar while `f` runs (say, to print to the same terminal),

@@ -152,7 +152,8 @@ fn top_k_with(
 
 /// Visits the whole matrix once on all cores, a block of rows at a time,
 /// counting rows on `progress` (the caller finishes it, so one bar can
-/// span several scans).
+/// span several scans). Once `progress` is cancelled, the remaining blocks
+/// are skipped and the result is partial.
 ///
 /// Each worker starts from `init()`; `visit(state, first_row, raw)` sees
 /// the stored bytes of whole rows from `first_row` on, and reads them as it
@@ -171,6 +172,9 @@ pub fn scan<S: Send>(
     let state = (0..rows.div_ceil(block_rows))
         .into_par_iter()
         .fold(&init, |mut state, b| {
+            if progress.is_cancelled() {
+                return state;
+            }
             let range = b * block_rows..((b + 1) * block_rows).min(rows);
             visit(&mut state, range.start, m.block_bytes(range.clone()));
             progress.inc(range.len() as u64);

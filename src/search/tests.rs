@@ -280,6 +280,12 @@ fn scan_sees_every_row_once_in_order() {
     );
     assert!(firsts.windows(2).all(|w| w[0] < w[1]) && firsts[0] == 0);
     assert_eq!(seen, bytes.len());
+    let cancelled = Progress::hidden();
+    cancelled.cancel();
+    assert_eq!(
+        scan(&m, &cancelled, || 0, |s, _, _| *s += 1, |a, b| a + b),
+        0
+    );
     let empty = Matrix::new("e", &[], Dtype::F16, &[0, 4]).unwrap();
     assert_eq!(
         scan(&empty, &Progress::hidden(), || 7, |_, _, _| {}, |a, _| a),
