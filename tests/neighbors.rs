@@ -407,6 +407,11 @@ fn id_queries_name_tokens_and_report_a_broken_tokenizer() {
         by_word["queries"][0]["results"]
     );
     assert_eq!(by_id["queries"][0]["results"][0]["token"], " France");
+    assert_eq!(by_id["queries"][0]["tokens"], serde_json::json!([" Paris"]));
+    assert_eq!(
+        by_word["queries"][0]["tokens"],
+        by_id["queries"][0]["tokens"]
+    );
     // A malformed tokenizer.json is still an error naming it.
     let tmp = fixture_copy("llama-sharded");
     std::fs::write(tmp.path().join("tokenizer.json"), "{\"model\": ").unwrap();

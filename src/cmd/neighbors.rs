@@ -89,6 +89,8 @@ pub struct Answer {
     pub query: String,
     /// The rows the query is made of.
     pub ids: Vec<u32>,
+    /// Their readable tokens, in the same order (null without a tokenizer).
+    pub tokens: Vec<Option<String>>,
     /// Each term with its sign and the entry used.
     pub terms: Vec<Term>,
     /// The nearest rows, best first.
@@ -120,10 +122,14 @@ pub struct Neighbor {
 }
 
 impl NeighborsReport {
-    /// Fills in every result's readable token from `vocab`.
+    /// Fills in the readable tokens of every query's rows and every result
+    /// from `vocab`.
     pub fn name_tokens(&mut self, vocab: &Vocab) {
-        for n in self.queries.iter_mut().flat_map(|a| &mut a.results) {
-            n.token = vocab.readable(n.id);
+        for a in &mut self.queries {
+            a.tokens = a.ids.iter().map(|&id| vocab.readable(id)).collect();
+            for n in &mut a.results {
+                n.token = vocab.readable(n.id);
+            }
         }
     }
 }
@@ -204,6 +210,7 @@ pub fn run(
                     QuerySpec::Expr(s) => s.clone(),
                     QuerySpec::Text(s) => format!("--text {s:?}"),
                 },
+                tokens: vec![None; own.len()],
                 ids: own,
                 terms,
                 results,

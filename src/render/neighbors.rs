@@ -12,7 +12,15 @@ impl Human for NeighborsReport {
             if i > 0 {
                 out.push('\n');
             }
-            let ids: Vec<String> = a.ids.iter().map(|id| format!("#{id}")).collect();
+            let ids: Vec<String> = a
+                .ids
+                .iter()
+                .zip(&a.tokens)
+                .map(|(id, token)| match token {
+                    Some(t) => format!("#{id} \"{t}\""),
+                    None => format!("#{id}"),
+                })
+                .collect();
             let _ = writeln!(
                 out,
                 "{}  {}",
