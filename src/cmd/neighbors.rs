@@ -2,6 +2,7 @@
 //! queries in one pass over the matrix. Queries are vocabulary entries,
 //! `#ID`s, expressions `king - man + woman`, or mean-pooled texts.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
@@ -419,6 +420,7 @@ fn build_mask(
     let v = need_vocab(ckpt, vocab, "--filter")?;
     let size = v.size();
     let mask = (0..m.rows())
+        .into_par_iter()
         .map(|i| {
             let id = i as u32;
             filters.iter().all(|f| match f {
