@@ -1,9 +1,10 @@
 //! The one integration-test binary: runs `embscope` as a user would, on the
 //! fixtures in `fixtures/`, and asserts what a user would notice: exit codes,
-//! JSON fields, error messages.
+//! JSON fields, error messages, and the text they read (snapshots).
 
 mod check;
 mod common;
+mod human;
 mod info;
 mod lookup;
 mod neighbors;

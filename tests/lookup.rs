@@ -62,6 +62,21 @@ fn token_rows_equal_the_generators_values() {
         json(&["lookup", &fixture("llama-sharded"), "--id", "259"])["rows"],
         v["rows"]
     );
+    // The printed form finds the same entry: " king", and a lone byte
+    // (Ã, 0xC3) printed as <0xC3>.
+    let printed = json(&[
+        "lookup",
+        &fixture("llama-sharded"),
+        "--token",
+        " king",
+        "<0xC3>",
+    ]);
+    assert_eq!(printed["rows"][0], v["rows"][0]);
+    assert_eq!(printed["rows"][1]["token"], "<0xC3>");
+    assert_eq!(
+        printed["rows"][1]["id"],
+        json(&["lookup", &fixture("llama-sharded"), "--token", "Ã"])["rows"][0]["id"]
+    );
 }
 
 #[test]

@@ -104,7 +104,9 @@ pub fn need_vocab<'v>(
 
 /// A vocabulary entry's id, or an error with close entries.
 pub fn token_id(vocab: &Vocab, token: &str) -> Result<u32> {
-    vocab.id(token).ok_or_else(|| unknown_token(vocab, token))
+    vocab
+        .entry_id(token)
+        .ok_or_else(|| unknown_token(vocab, token))
 }
 
 /// The error for a token that is not in the vocabulary, with close entries.

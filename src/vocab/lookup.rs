@@ -36,6 +36,15 @@ impl Vocab {
         out
     }
 
+    /// The id of an entry given as stored (`Ġking`) or as embscope prints
+    /// it (` king`, `<0xC3>` for a lone byte): exact, no other variants.
+    pub fn entry_id(&self, token: &str) -> Option<u32> {
+        self.id(token).or_else(|| {
+            let raw = readable::to_raw(token, &self.style);
+            (raw != token).then(|| self.id(&raw)).flatten()
+        })
+    }
+
     /// Finds the entry for a word such as `Paris`: the exact entry first,
     /// then the form with the leading-space marker (`ĠParis`, `▁Paris`),
     /// then without it — the first that exists, with the raw entry used.
