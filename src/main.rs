@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use embscope::checkpoint::Checkpoint;
-use embscope::cli::{Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
+use embscope::cli::{CheckArgs, Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::progress::Progress;
 use embscope::render::{self, Style};
@@ -166,6 +166,41 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
     Ok(())
 }
 
+/// `check`: exit code 1 when a finding reaches `--fail-on`.
+fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
+    use embscope::cli::FailOn;
+    use embscope::cmd::check::{Check, Severity, ValuePass};
+    let (json, style) = (cli.global.json, Style::detect());
+    let (ckpt, roles) = open(&args.model, cli)?;
+    let pass = ValuePass::new(&ckpt, &roles);
+    let enabled = !cli.global.quiet && !cli.global.no_progress;
+    let progress = Progress::new(enabled, pass.rows(), &pass.label());
+    // The value pass streams the matrices while this thread reads the
+    // tokenizer and small files and prints what they show; if that fails,
+    // the pass is cancelled rather than waited for.
+    let report = std::thread::scope(|s| -> Result<_, Stop> {
+        let values = s.spawn(|| pass.run(&progress));
+        let vocab = load_vocab(&ckpt).inspect_err(|_| progress.cancel())?;
+        let check = Check::start(&ckpt, &roles, vocab.as_ref());
+        if !json {
+            let early = render::check::early(check.early(), &style);
+            progress
+                .suspend(|| render::stdout(early.as_bytes()))
+                .inspect_err(|_| progress.cancel())?;
+        }
+        let values = values
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok(check.finish(values))
+    })?;
+    render::emit(&report, json, &style)?;
+    let threshold = match args.fail_on {
+        FailOn::Error => Severity::Error,
+        FailOn::Warn => Severity::Warn,
+    };
+    Ok(u8::from(report.worst().is_some_and(|w| w >= threshold)))
+}
+
 fn run(cli: &Cli) -> Result<u8, Stop> {
     let style = Style::detect();
     let json = cli.global.json;
@@ -190,40 +225,7 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
         }
         Command::Lookup(args) => lookup(cli, args)?,
         Command::Neighbors(args) => neighbors(cli, args)?,
-        Command::Check(args) => {
-            use embscope::cli::FailOn;
-            use embscope::cmd::check::Severity;
-            let (ckpt, roles) = open(&args.model, cli)?;
-            let pass = cmd::check::ValuePass::new(&ckpt, &roles);
-            let enabled = !cli.global.quiet && !cli.global.no_progress;
-            let progress = Progress::new(enabled, pass.rows(), &pass.label());
-            // The value pass streams the matrices while this thread reads
-            // the tokenizer and small files and prints what they show; if
-            // that fails, the pass is cancelled rather than waited for.
-            let report = std::thread::scope(|s| -> Result<_, Stop> {
-                let values = s.spawn(|| pass.run(&progress));
-                let vocab = load_vocab(&ckpt).inspect_err(|_| progress.cancel())?;
-                let check = cmd::check::Check::start(&ckpt, &roles, vocab.as_ref());
-                if !json {
-                    let early = render::check::early(check.early(), &style);
-                    progress
-                        .suspend(|| render::stdout(early.as_bytes()))
-                        .inspect_err(|_| progress.cancel())?;
-                }
-                let values = values
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                Ok(check.finish(values))
-            })?;
-            render::emit(&report, json, &style)?;
-            let threshold = match args.fail_on {
-                FailOn::Error => Severity::Error,
-                FailOn::Warn => Severity::Warn,
-            };
-            if report.worst().is_some_and(|w| w >= threshold) {
-                return Ok(1);
-            }
-        }
+        Command::Check(args) => return check(cli, args),
     }
     Ok(0)
 }
