@@ -143,10 +143,11 @@ pub(super) struct Queries {
 /// From this many queries on, a BF16 matrix leaves the BF16 dot products
 /// for AMX tiles. Measured on a 128256 × 4096 matrix on a 2-core machine
 /// (medians, ms, BF16 / AMX), queries taken from rows (exact in BF16) and
-/// sums of three rows (not): 5 queries 146 / 148 and 159 / 156; 6 queries
-/// 151 / 151 and 170 / 155; 8 queries 160 / 154 and 199 / 158.
+/// expressions of three rows (not): 4 queries 124 / 133 and 131 / 138; 5
+/// queries 136 / 132 and 151 / 137; 6 queries 138 / 132 and 160 / 138; 8
+/// queries 148 / 131 and 184 / 138.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-const AMX_QUERIES: usize = 6;
+const AMX_QUERIES: usize = 5;
 
 /// Without AMX, from this many queries on, a BF16 matrix leaves the BF16
 /// dot products for the f32 panels. Measured on a 128256 × 4096 matrix on a
