@@ -74,6 +74,18 @@ fn what_if_bad_values() {
         ],
         "overflows",
     );
+    // The product fits in 64 bits, the model's total does not.
+    fails(
+        &[
+            "size",
+            &fixture("gpt2-tied"),
+            "--vocab",
+            "18446744073709551615",
+            "--hidden",
+            "1",
+        ],
+        "overflows",
+    );
 }
 
 #[test]

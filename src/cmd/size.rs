@@ -189,7 +189,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeRepo
         let mut other_bytes = 0u64;
         let mut other_params = 0u64;
         for t in ckpt.tensors.values() {
-            if Some(&t.name) == Some(&emb.name) || head.is_some_and(|h| h.name == t.name) {
+            if t.name == emb.name || head.is_some_and(|h| h.name == t.name) {
                 continue;
             }
             other_params += t.params();
@@ -197,9 +197,18 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeRepo
         }
         let head_params_w = if w_tied { 0 } else { layer };
         let head_dtype = head.map_or(emb.dtype, |h| h.dtype);
-        let total_params_w = other_params + layer + head_params_w;
-        let total_bytes_w =
-            other_bytes + as_dtype(emb.dtype, layer)? + as_dtype(head_dtype, head_params_w)?;
+        let sum = |parts: [u64; 3]| {
+            parts
+                .into_iter()
+                .try_fold(0u64, u64::checked_add)
+                .ok_or_else(overflow)
+        };
+        let total_params_w = sum([other_params, layer, head_params_w])?;
+        let total_bytes_w = sum([
+            other_bytes,
+            as_dtype(emb.dtype, layer)?,
+            as_dtype(head_dtype, head_params_w)?,
+        ])?;
         Some(WhatIf {
             vocab,
             hidden,
