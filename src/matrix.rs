@@ -58,8 +58,8 @@ pub struct Matrix<'a> {
 impl<'a> Matrix<'a> {
     /// A view of `bytes` as the 2-D tensor `name` of `dtype` and `shape`.
     ///
-    /// Fails with [`Error::BadInput`] when the shape is not 2-D, has more
-    /// rows than 32-bit token ids can address, the dtype is not a supported
+    /// Fails with [`Error::BadInput`] when the shape is not 2-D, has no
+    /// columns, has more rows than 32-bit token ids can address, the dtype is not a supported
     /// float type, or `bytes` is not exactly `rows * cols * element size` long.
     pub fn new(name: &'a str, bytes: &'a [u8], dtype: Dtype, shape: &[usize]) -> Result<Self> {
         if !SUPPORTED.contains(&dtype) {
@@ -78,6 +78,11 @@ impl<'a> Matrix<'a> {
             return Err(Error::BadInput(format!(
                 "tensor `{name}` has {rows} rows; token ids are 32-bit, so at most {} rows",
                 u32::MAX
+            )));
+        }
+        if cols == 0 {
+            return Err(Error::BadInput(format!(
+                "tensor `{name}` has shape [{rows}, 0]; a vocabulary layer needs at least one column"
             )));
         }
         let elem = (dtype.bits() / 8) as usize;
@@ -363,6 +368,8 @@ mod tests {
         let err = Matrix::new("w", &bytes, Dtype::F32, &[usize::MAX, 3]).unwrap_err();
         assert!(err.to_string().contains("token ids are 32-bit"), "{err}");
         assert!(Matrix::new("w", &bytes, Dtype::F32, &[0, 4]).is_err());
+        let err = Matrix::new("w", &[], Dtype::BF16, &[400, 0]).unwrap_err();
+        assert!(err.to_string().contains("shape [400, 0]"), "{err}");
         assert_eq!(
             Matrix::new("w", &[], Dtype::F32, &[0, 4]).unwrap().rows(),
             0

@@ -187,7 +187,7 @@ pub fn scan<S: Send>(
 /// Rows per block of about `bytes`: a multiple of 32 (the AMX tile pair) or
 /// else of 8 (the AVX-512 row tile) when possible.
 fn block_rows(m: &Matrix, bytes: usize) -> usize {
-    let n = (bytes / m.row_len_bytes().max(1)).max(1);
+    let n = (bytes / m.row_len_bytes()).max(1);
     match n {
         32.. => n / 32 * 32,
         8.. => n / 8 * 8,

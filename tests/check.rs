@@ -1,8 +1,9 @@
 //! `check`: every defect fixture reports exactly its finding, with the
 //! right exit codes; the clean fixtures report no error or warning.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
+use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
 use crate::common::{embscope, fails, fixture, fixture_copy};
@@ -257,4 +258,32 @@ fn unreadable_input_is_exit_2() {
         &["check", &tmp.path().display().to_string()],
         "tokenizer.json",
     );
+}
+
+#[test]
+fn a_matrix_without_columns_is_reported_not_read() {
+    // Regression: a [400, 0] embedding (zero bytes, so the header is
+    // consistent) with a smaller tokenizer made the value findings index an
+    // empty norm list and panic.
+    let tmp = tempfile::tempdir().unwrap();
+    let view = TensorView::new(Dtype::BF16, vec![400, 0], &[]).unwrap();
+    safetensors::serialize_to_file(
+        [("model.embed_tokens.weight", view)],
+        None::<HashMap<String, String>>,
+        &tmp.path().join("model.safetensors"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixture("llama-sharded/tokenizer.json"),
+        tmp.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    let model = tmp.path().display().to_string();
+    let (code, v) = check(&model, &[]);
+    assert_eq!(code, 0);
+    assert!(
+        codes(&v, |s| s == "warn").contains("values-not-checked"),
+        "{v}"
+    );
+    fails(&["neighbors", &model, "#1"], "shape [400, 0]");
 }

@@ -171,9 +171,7 @@ impl Queries {
             let cols = queries.first().map_or(0, Vec::len);
             #[cfg(target_os = "linux")]
             let kernel = match kernel {
-                Kernel::Amx if cols == 0 || !cols.is_multiple_of(super::amx::STEP) => {
-                    Kernel::Avx512Bf16
-                }
+                Kernel::Amx if !cols.is_multiple_of(super::amx::STEP) => Kernel::Avx512Bf16,
                 k => k,
             };
             let bf16_bytes = kernel == Kernel::Avx512Bf16 || kernel.is_amx();
@@ -182,7 +180,7 @@ impl Queries {
                 "the BF16 kernels read BF16 bytes"
             );
             let halves = bf16_bytes.then(|| super::x86::Halves::new(&flat, cols));
-            let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES && cols > 0)
+            let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES)
                 .then(|| super::x86::Transposed::new(&flat, cols));
             Queries {
                 kernel,
@@ -228,13 +226,6 @@ impl Queries {
         dots: &mut [f32],
     ) {
         let cols = m.cols();
-        if cols == 0 {
-            dots.fill(0.0);
-            if let Some(norms) = norms {
-                norms.fill(0.0);
-            }
-            return;
-        }
         #[cfg(target_arch = "x86_64")]
         if let Some(halves) = &self.halves {
             let bytes = m.block_bytes(rows);

@@ -109,7 +109,7 @@ impl Halves {
             .map(|(&h, &x)| to_bits(x - half::bf16::from_bits(h).to_f32()))
             .collect();
         let exact = lo
-            .chunks_exact(cols.max(1))
+            .chunks_exact(cols)
             .map(|lo| lo.iter().all(|&b| b & 0x7fff == 0))
             .collect();
         Halves { hi, lo, exact }
@@ -406,10 +406,10 @@ pub(super) struct Transposed {
 impl Transposed {
     /// Transposes `nq` queries of `cols` values stored back to back.
     pub(super) fn new(queries: &[f32], cols: usize) -> Self {
-        let nq = queries.len() / cols.max(1);
+        let nq = queries.len() / cols;
         let lanes = nq.div_ceil(16) * 16;
         let mut values = vec![0.0; lanes * cols];
-        for (q, query) in queries.chunks_exact(cols.max(1)).enumerate() {
+        for (q, query) in queries.chunks_exact(cols).enumerate() {
             for (k, &x) in query.iter().enumerate() {
                 values[k * lanes + q] = x;
             }

@@ -31,8 +31,8 @@ pub(crate) struct RowSummary {
 /// Summaries of the whole rows of `cols` values of `dtype` stored in `raw`,
 /// appended to `out`; `scratch` is a buffer for conversions.
 ///
-/// `dtype` must be one [`Matrix`](crate::matrix::Matrix) reads, and
-/// `raw.len()` a multiple of the row size.
+/// As for a [`Matrix`](crate::matrix::Matrix): `dtype` is one it reads,
+/// `cols` is not 0, and `raw.len()` is a multiple of the row size.
 pub(crate) fn summarize(
     dtype: Dtype,
     cols: usize,
@@ -90,9 +90,6 @@ fn summarize_with<const FMA: bool>(
     out: &mut Vec<RowSummary>,
 ) {
     let row_bytes = cols * dtype.bits() as usize / 8;
-    if row_bytes == 0 {
-        return;
-    }
     scratch.resize(cols, 0.0);
     for row in raw.chunks_exact(row_bytes) {
         let sum = match dtype {
