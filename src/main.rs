@@ -171,7 +171,8 @@ fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
     use embscope::cli::FailOn;
     use embscope::cmd::check::{Check, Severity, ValuePass};
     let (json, style) = (cli.global.json, Style::detect());
-    let (ckpt, roles) = open(&args.model, cli)?;
+    let (ckpt, mut roles) = open(&args.model, cli)?;
+    roles.compare_head(&ckpt);
     let pass = ValuePass::new(&ckpt, &roles);
     let enabled = !cli.global.quiet && !cli.global.no_progress;
     let progress = Progress::new(enabled, pass.rows(), &pass.label());
@@ -206,7 +207,8 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
     let json = cli.global.json;
     match &cli.command {
         Command::Info { model } => {
-            let (ckpt, roles) = open(model, cli)?;
+            let (ckpt, mut roles) = open(model, cli)?;
+            roles.compare_head(&ckpt);
             let vocab = load_vocab(&ckpt)?;
             render::emit(&cmd::info::run(&ckpt, &roles, vocab.as_ref()), json, &style)?;
         }
@@ -215,7 +217,7 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             filter,
             sort,
         } => {
-            let (ckpt, _) = open(model, cli)?;
+            let ckpt = Checkpoint::open(model, &cli.global.revision)?;
             let report = cmd::tensors::run(&ckpt, filter.as_deref(), *sort)?;
             render::emit(&report, json, &style)?;
         }

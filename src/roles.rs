@@ -87,7 +87,8 @@ pub struct Tie {
     pub resolved: bool,
     /// What the files hold, read against the flag.
     pub status: TieStatus,
-    /// For a stored head under a tying config: whether its bytes equal the embedding's.
+    /// For a stored head under a tying config: whether its bytes equal the
+    /// embedding's (null until [`Roles::compare_head`] has looked).
     pub head_identical: Option<bool>,
 }
 
@@ -103,8 +104,7 @@ pub struct Roles {
 }
 
 impl Roles {
-    /// Finds the roles in a checkpoint. Compares head and embedding bytes
-    /// only when the config ties them yet both are stored.
+    /// Finds the roles in a checkpoint, from headers and config only.
     pub fn resolve(ckpt: &Checkpoint) -> Roles {
         let (vocab, hidden) = ckpt
             .config
@@ -117,17 +117,12 @@ impl Roles {
         let is_lm = ckpt.config.as_ref().is_none_or(|c| {
             c.architectures.is_empty() || c.architectures.iter().any(|a| is_lm_architecture(a))
         });
-        let (status, head_identical) = match (&head, resolved) {
-            (Some(h), true) => {
-                let same = embedding
-                    .as_ref()
-                    .map(|e| same_bytes(ckpt, &e.name, &h.name));
-                (TieStatus::TiedHeadStored, same)
-            }
-            (Some(_), false) => (TieStatus::Untied, None),
-            (None, _) if !is_lm => (TieStatus::NoHead, None),
-            (None, true) => (TieStatus::Tied, None),
-            (None, false) => (TieStatus::UntiedHeadMissing, None),
+        let status = match (&head, resolved) {
+            (Some(_), true) => TieStatus::TiedHeadStored,
+            (Some(_), false) => TieStatus::Untied,
+            (None, _) if !is_lm => TieStatus::NoHead,
+            (None, true) => TieStatus::Tied,
+            (None, false) => TieStatus::UntiedHeadMissing,
         };
         Roles {
             embedding,
@@ -136,8 +131,22 @@ impl Roles {
                 config: written,
                 resolved,
                 status,
-                head_identical,
+                head_identical: None,
             },
+        }
+    }
+
+    /// When the config ties the head yet one is stored, compares it with the
+    /// embedding byte for byte and records the answer in
+    /// [`Tie::head_identical`]. This reads both matrices, so only the
+    /// commands that report it (`info`, `check`) ask.
+    pub fn compare_head(&mut self, ckpt: &Checkpoint) {
+        if let (TieStatus::TiedHeadStored, Some(e), Some(h)) =
+            (self.tie.status, &self.embedding, &self.head)
+        {
+            let (e, h) = (&ckpt.tensors[&e.name], &ckpt.tensors[&h.name]);
+            self.tie.head_identical =
+                Some(e.dtype == h.dtype && e.shape == h.shape && ckpt.bytes(e) == ckpt.bytes(h));
         }
     }
 
@@ -245,11 +254,6 @@ fn choose(
         reason,
         passed_over,
     })
-}
-
-fn same_bytes(ckpt: &Checkpoint, a: &str, b: &str) -> bool {
-    let (ta, tb) = (&ckpt.tensors[a], &ckpt.tensors[b]);
-    ta.dtype == tb.dtype && ta.shape == tb.shape && ckpt.bytes(ta) == ckpt.bytes(tb)
 }
 
 #[cfg(test)]
