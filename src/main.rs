@@ -182,7 +182,8 @@ fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
     let report = std::thread::scope(|s| -> Result<_, Stop> {
         let values = s.spawn(|| pass.run(&progress));
         let vocab = load_vocab(&ckpt).inspect_err(|_| progress.cancel())?;
-        let check = Check::start(&ckpt, &roles, vocab.as_ref());
+        let check =
+            Check::start(&ckpt, &roles, vocab.as_ref()).inspect_err(|_| progress.cancel())?;
         if !json {
             let early = render::check::early(check.early(), &style);
             progress

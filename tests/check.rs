@@ -287,3 +287,21 @@ fn a_matrix_without_columns_is_reported_not_read() {
     );
     fails(&["neighbors", &model, "#1"], "shape [400, 0]");
 }
+
+#[test]
+fn without_tokenizer_json_the_config_files_still_declare_specials() {
+    // The pad id of config.json marks the zero row as padding, not a defect.
+    let tmp = fixture_copy("defects/pad-row-zero");
+    std::fs::remove_file(tmp.path().join("tokenizer.json")).unwrap();
+    let model = tmp.path().display().to_string();
+    let (code, v) = check(&model, &["--fail-on", "warn"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(codes(&v, |s| s == "info").contains("pad-row-zero"), "{v}");
+    // A malformed special-token file is an error, as with a tokenizer.
+    std::fs::write(
+        tmp.path().join("tokenizer_config.json"),
+        "{\"bos_token\": 3",
+    )
+    .unwrap();
+    fails(&["check", &model], "tokenizer_config.json");
+}

@@ -15,10 +15,11 @@ mod values;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::Result;
 use crate::checkpoint::{Checkpoint, TensorEntry};
 use crate::progress::Progress;
 use crate::roles::Roles;
-use crate::vocab::Vocab;
+use crate::vocab::{self, SpecialDecl, Vocab};
 
 /// How much a finding matters. Ordered: `Info < Warn < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -148,6 +149,34 @@ pub(crate) struct Subject<'a> {
     pub vocab: Option<&'a Vocab>,
     pub embedding: Option<&'a TensorEntry>,
     pub head: Option<&'a TensorEntry>,
+    /// Every special-token declaration, with the id it means.
+    pub specials: Vec<Special>,
+}
+
+/// A special-token declaration and the id it means: as written, or the id
+/// of its token string in the vocabulary.
+pub(crate) struct Special {
+    pub decl: SpecialDecl,
+    pub id: Option<i64>,
+}
+
+/// The declarations of every file: from the vocabulary when there is one,
+/// else from the config files alone (a malformed one is an error).
+fn specials(ckpt: &Checkpoint, vocab: Option<&Vocab>) -> Result<Vec<Special>> {
+    let decls = match vocab {
+        Some(v) => v.special_decls().to_vec(),
+        None => vocab::special_decls(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))?,
+    };
+    Ok(decls
+        .into_iter()
+        .map(|decl| {
+            let id = match (&decl.token, decl.id) {
+                (Some(t), _) => vocab.and_then(|v| v.id(t)).map(i64::from),
+                (None, id) => id,
+            };
+            Special { decl, id }
+        })
+        .collect())
 }
 
 /// A check under way: the header-only findings (sizes, special tokens,
@@ -159,14 +188,16 @@ pub struct Check<'a> {
 }
 
 impl<'a> Check<'a> {
-    /// Computes the header-only findings.
-    pub fn start(ckpt: &'a Checkpoint, roles: &'a Roles, vocab: Option<&'a Vocab>) -> Self {
+    /// Computes the header-only findings. Fails on a malformed special-token
+    /// file (read here when there is no tokenizer.json to have read it).
+    pub fn start(ckpt: &'a Checkpoint, roles: &'a Roles, vocab: Option<&'a Vocab>) -> Result<Self> {
         let s = Subject {
             ckpt,
             roles,
             vocab,
             embedding: roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name)),
             head: roles.head.as_ref().and_then(|c| ckpt.tensor(&c.name)),
+            specials: specials(ckpt, vocab)?,
         };
         let mut findings = header::findings(&s);
         findings.extend(special::findings(&s));
@@ -175,7 +206,7 @@ impl<'a> Check<'a> {
             f.early = !header::UNREACHABLE_CODES.contains(&f.code);
         }
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        Check { s, findings }
+        Ok(Check { s, findings })
     }
 
     /// The findings that need no value pass, errors first: they can be

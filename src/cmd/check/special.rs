@@ -7,15 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{Finding, Severity, Subject};
-use crate::vocab::{self, ROLES, SpecialDecl};
-
-/// A declaration resolved against the vocabulary.
-struct Resolved<'a> {
-    decl: &'a SpecialDecl,
-    /// The id it means: as written, or the id of its token string.
-    id: Option<i64>,
-}
+use super::{Finding, Severity, Special, Subject};
+use crate::vocab::{ROLES, SpecialDecl};
 
 fn describe(d: &SpecialDecl) -> String {
     match (&d.token, d.id) {
@@ -53,36 +46,16 @@ pub(crate) fn agree(sets: &[Vec<i64>]) -> bool {
 /// Every special-token finding.
 pub(crate) fn findings(s: &Subject) -> Vec<Finding> {
     let mut out = Vec::new();
-    let owned;
-    let decls: &[SpecialDecl] = match s.vocab {
-        Some(v) => v.special_decls(),
-        None => {
-            // Without tokenizer.json, the config files still declare ids.
-            owned =
-                vocab::special_decls(&s.ckpt.sources.dir, s.ckpt.config.as_ref().map(|c| &c.raw))
-                    .unwrap_or_default();
-            &owned
-        }
-    };
     let rows = [s.embedding, s.head]
         .into_iter()
         .flatten()
         .map(|t| t.shape[0] as i64)
         .min();
-    let resolved: Vec<Resolved> = decls
-        .iter()
-        .map(|d| Resolved {
-            decl: d,
-            id: match (&d.token, d.id) {
-                (Some(t), _) => s.vocab.and_then(|v| v.id(t)).map(i64::from),
-                (None, id) => id,
-            },
-        })
-        .collect();
+    let resolved = &s.specials;
 
     let (mut out_of_range, mut negative, mut missing) = (Vec::new(), Vec::new(), Vec::new());
-    for r in &resolved {
-        let d = r.decl;
+    for r in resolved {
+        let d = &r.decl;
         match r.id {
             Some(id) if id < 0 => negative.push(r),
             Some(id) if rows.is_some_and(|rows| id >= rows) => out_of_range.push(r),
@@ -100,10 +73,10 @@ pub(crate) fn findings(s: &Subject) -> Vec<Finding> {
         }
     }
     let list =
-        |v: &[&Resolved]| -> Vec<Value> { v.iter().map(|r| evidence(r.decl, r.id)).collect() };
-    let phrase = |v: &[&Resolved]| -> String {
+        |v: &[&Special]| -> Vec<Value> { v.iter().map(|r| evidence(&r.decl, r.id)).collect() };
+    let phrase = |v: &[&Special]| -> String {
         v.iter()
-            .map(|r| describe(r.decl))
+            .map(|r| describe(&r.decl))
             .collect::<Vec<_>>()
             .join("; ")
     };

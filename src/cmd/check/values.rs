@@ -270,16 +270,10 @@ pub(crate) fn findings(s: &Subject, scanned: &[Scanned], earlier: &mut [Finding]
 
 /// Ids declared as the pad token by any file.
 fn pad_ids(s: &Subject) -> Vec<u32> {
-    let Some(v) = s.vocab else {
-        return Vec::new();
-    };
-    v.special_decls()
+    s.specials
         .iter()
-        .filter(|d| d.role == "pad")
-        .filter_map(|d| match &d.token {
-            Some(t) => v.id(t),
-            None => d.id.and_then(|id| u32::try_from(id).ok()),
-        })
+        .filter(|sp| sp.decl.role == "pad")
+        .filter_map(|sp| sp.id.and_then(|id| u32::try_from(id).ok()))
         .collect()
 }
 
