@@ -197,17 +197,17 @@ pub(crate) fn planned<'a>(ckpt: &'a Checkpoint, roles: &Roles) -> Vec<&'a Tensor
     out
 }
 
-/// One matrix after the pass: its statistics, or why its values could not
-/// be read.
+/// One matrix after the pass: the matrix with its statistics, or why its
+/// values could not be read.
 pub(crate) struct Scanned<'a> {
     pub tensor: &'a TensorEntry,
-    pub stats: std::result::Result<Stats, String>,
+    pub stats: std::result::Result<(Matrix<'a>, Stats), String>,
 }
 
 /// The value pass: one streaming scan of each matrix in turn, counted on
 /// `progress`.
 pub(crate) fn pass<'a>(
-    ckpt: &Checkpoint,
+    ckpt: &'a Checkpoint,
     matrices: &[&'a TensorEntry],
     progress: &Progress,
 ) -> Vec<Scanned<'a>> {
@@ -216,7 +216,10 @@ pub(crate) fn pass<'a>(
         .map(|&t| Scanned {
             tensor: t,
             stats: Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
-                .map(|m| scan(&m, progress))
+                .map(|m| {
+                    let stats = scan(&m, progress);
+                    (m, stats)
+                })
                 .map_err(|e| e.to_string()),
         })
         .collect();
@@ -232,10 +235,8 @@ pub(crate) fn findings(s: &Subject, scanned: &[Scanned], earlier: &mut [Finding]
     let mut done: Vec<(&TensorEntry, &Stats)> = Vec::new();
     for Scanned { tensor: t, stats } in scanned {
         match stats {
-            Ok(stats) => {
-                let m = Matrix::new(&t.name, s.ckpt.bytes(t), t.dtype, &t.shape)
-                    .expect("read by the pass");
-                matrix_findings(s, t, &m, stats, &pad, earlier, &mut out);
+            Ok((m, stats)) => {
+                matrix_findings(s, t, m, stats, &pad, earlier, &mut out);
                 done.push((t, stats));
             }
             Err(e) => out.push(Finding::new(
@@ -351,17 +352,17 @@ fn matrix_findings(
         .collect();
     duplicates(vocab, name, m, stats, &live, out);
     let reach_median = norm_findings(vocab, name, &live, out);
-    // What the unreachable rows hold, added to the header finding.
-    let unreachable: Vec<f32> = (0..m.rows() as u32)
-        .filter(|&id| !reachable(vocab, id))
-        .map(|id| stats.norms[id as usize])
-        .collect();
+    // What the rows past the tokenizer hold, added to the header finding
+    // that counted them.
+    let unreachable = vocab
+        .and_then(|v| stats.norms.get(v.size()..))
+        .unwrap_or_default();
     if !unreachable.is_empty()
         && let Some(f) = earlier
             .iter_mut()
             .find(|f| UNREACHABLE_CODES.contains(&f.code))
     {
-        let kind = classify(&unreachable, reach_median);
+        let kind = classify(unreachable, reach_median);
         let mut v: Vec<f64> = unreachable
             .iter()
             .filter(|n| n.is_finite())
