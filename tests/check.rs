@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, fixture_copy};
+use crate::common::{embscope, fails, fixture, fixture_copy, text};
 
 /// Runs `check --json` with extra args; returns the exit code and the report.
 fn check(model: &str, extra: &[&str]) -> (i32, Value) {
@@ -33,6 +33,16 @@ fn codes(v: &Value, pred: impl Fn(&str) -> bool) -> BTreeSet<String> {
         .filter(|f| pred(f["severity"].as_str().unwrap_or_default()))
         .map(|f| f["code"].as_str().unwrap_or_default().to_string())
         .collect()
+}
+
+/// The first finding with `code`.
+fn finding<'a>(v: &'a Value, code: &str) -> &'a Value {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["code"] == code)
+        .unwrap_or_else(|| panic!("no {code} finding in {v}"))
 }
 
 /// Number of findings of severity `sev`.
@@ -152,12 +162,7 @@ fn evidence_names_ids_tokens_and_tensors() {
     assert_eq!(f[1]["evidence"]["inf_rows"], 1);
 
     let (_, v) = check(&fixture("defects/vocab-padding"), &[]);
-    let f = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "vocab-padding")
-        .unwrap();
+    let f = finding(&v, "vocab-padding");
     assert_eq!(f["evidence"]["padding_multiple"], 32);
     assert_eq!(f["evidence"]["unreachable"], 2);
     assert_eq!(
@@ -166,12 +171,7 @@ fn evidence_names_ids_tokens_and_tensors() {
     );
 
     let (_, v) = check(&fixture("defects/unreachable-rows"), &[]);
-    let f = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "unreachable-rows")
-        .unwrap();
+    let f = finding(&v, "unreachable-rows");
     assert_eq!(
         f["evidence"]["content"]["model.embed_tokens.weight"]["kind"],
         "trained-looking"
@@ -182,12 +182,7 @@ fn evidence_names_ids_tokens_and_tensors() {
 
     // additional_special_tokens: "[MASK]" is in the vocabulary, "<tool>" not.
     let (_, v) = check(&fixture("defects/special-token-missing"), &[]);
-    let f = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "special-token-missing")
-        .unwrap();
+    let f = finding(&v, "special-token-missing");
     let missing: Vec<(&str, &str)> = f["evidence"]["declarations"]
         .as_array()
         .unwrap()
@@ -206,12 +201,7 @@ fn evidence_names_ids_tokens_and_tensors() {
 
 #[test]
 fn human_output_has_one_line_per_finding_and_a_summary() {
-    let out = embscope()
-        .args(["check", &fixture("defects/zero-rows")])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = text(&["check", &fixture("defects/zero-rows")], 0);
     assert!(text.contains("warn  zero-rows  `model.embed_tokens.weight` has 1 all-zero row(s) that tokens reach: 8 \"to\""), "{text}");
     assert!(
         text.trim_end().ends_with("0 errors, 1 warning, 2 notes"),
@@ -224,11 +214,7 @@ fn header_findings_are_printed_before_value_findings() {
     // config-dtype-differs is known from the headers, norm-summary only
     // after the value pass; vocab-padding waits for the pass, which says
     // what the padding rows hold.
-    let text = |name: &str| {
-        let out = embscope().args(["check", &fixture(name)]).output().unwrap();
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let t = text("defects/config-dtype-differs");
+    let t = text(&["check", &fixture("defects/config-dtype-differs")], 0);
     let lines: Vec<&str> = t.lines().filter(|l| !l.starts_with(' ')).collect();
     assert!(lines[0].starts_with("info  config-dtype-differs"), "{t}");
     assert!(lines[1].starts_with("info  norm-summary"), "{t}");
@@ -238,7 +224,7 @@ fn header_findings_are_printed_before_value_findings() {
         ),
         "{t}"
     );
-    let t = text("defects/vocab-padding");
+    let t = text(&["check", &fixture("defects/vocab-padding")], 0);
     assert!(t.starts_with("info  vocab-padding"), "{t}");
     assert!(t.contains("in `lm_head.weight` they are all zero"), "{t}");
 }

@@ -2,19 +2,7 @@
 //! what users read shows up as a diff in `tests/snapshots/` to review
 //! (`INSTA_UPDATE=always cargo test` rewrites them; review with git diff).
 
-use crate::common::embscope;
-
-/// stdout of `embscope ARGS` run from the repository root (so paths in the
-/// output are relative), exit code as expected.
-fn text(args: &[&str], code: i32) -> String {
-    let out = embscope()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(code), "{args:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
+use crate::common::text;
 
 #[test]
 fn info() {

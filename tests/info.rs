@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use crate::common::{embscope, fails, fixture, fixtures, json};
+use crate::common::{embscope, fails, fixture, fixtures, json, text};
 
 #[test]
 fn sharded_llama_reports_embedding_head_and_tie() {
@@ -263,11 +263,7 @@ fn index_naming_a_tensor_its_shard_lacks() {
 
 #[test]
 fn human_output_names_the_roles() {
-    let out = embscope()
-        .args(["info", &fixture("gpt2-tied")])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = text(&["info", &fixture("gpt2-tied")], 0);
     assert!(
         text.contains("embedding   transformer.wte.weight  [341, 32]  F32"),
         "{text}"

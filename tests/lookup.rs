@@ -1,6 +1,6 @@
 //! `lookup`: every dtype, every query form, every output format, bad input.
 
-use crate::common::{embscope, fails, fixture, json};
+use crate::common::{embscope, fails, fixture, json, text};
 use crate::regenerate::checkpoints::{DTYPE_VALUES, planted_embedding};
 use crate::regenerate::vocab::HIDDEN;
 
@@ -156,18 +156,16 @@ fn head_matrix_on_untied_tied_and_encoder() {
 
 #[test]
 fn table_csv_and_npy_outputs() {
-    let out = embscope()
-        .args(["lookup", &fixture("dtypes/f32.safetensors"), "--id", "1"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("1.5 -0.25 3 4"), "{text}");
-    assert!(!text.contains('…'), "4 values need no ellipsis");
-    let out = embscope()
-        .args(["lookup", &fixture("bert"), "--id", "5", "--format", "csv"])
-        .output()
-        .unwrap();
-    let csv = String::from_utf8(out.stdout).unwrap();
+    let table = text(
+        &["lookup", &fixture("dtypes/f32.safetensors"), "--id", "1"],
+        0,
+    );
+    assert!(table.contains("1.5 -0.25 3 4"), "{table}");
+    assert!(!table.contains('…'), "4 values need no ellipsis");
+    let csv = text(
+        &["lookup", &fixture("bert"), "--id", "5", "--format", "csv"],
+        0,
+    );
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0].split(',').count(), 3 + HIDDEN);
     assert!(lines[1].starts_with("5,king,"), "{csv}");
@@ -203,20 +201,8 @@ fn table_csv_and_npy_outputs() {
 
 #[test]
 fn full_prints_every_value() {
-    let out = embscope()
-        .args(["lookup", &fixture("bert"), "--id", "5"])
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("… (24 more)")
-    );
-    let out = embscope()
-        .args(["lookup", &fixture("bert"), "--id", "5", "--full"])
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8(out.stdout).unwrap().contains('…'));
+    assert!(text(&["lookup", &fixture("bert"), "--id", "5"], 0).contains("… (24 more)"));
+    assert!(!text(&["lookup", &fixture("bert"), "--id", "5", "--full"], 0).contains('…'));
 }
 
 #[test]

@@ -185,6 +185,8 @@ fn filters_cut_special_and_non_letter_rows() {
         "no-special,letters",
     ]);
     let results = v["queries"][0]["results"].as_array().unwrap();
+    // 28 candidate rows with letters and not special, less the query.
+    assert_eq!(results.len(), 27);
     assert!(results.iter().all(|r| r["id"].as_u64().unwrap() >= 5));
     assert!(results.iter().all(|r| {
         r["token"]

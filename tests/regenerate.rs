@@ -50,4 +50,13 @@ fn committed_fixtures_match_the_generator() {
             "fixtures/{f} differs from the generator: run `cargo run --example gen-fixtures`"
         );
     }
+    // Nothing committed beside them that the generator no longer makes.
+    let stale: Vec<String> = files(&committed)
+        .into_iter()
+        .filter(|f| !f.starts_with("gen/") && !made.contains(f))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "fixtures the generator does not make (delete them): {stale:?}"
+    );
 }

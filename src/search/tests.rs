@@ -226,7 +226,9 @@ fn exact_bf16_queries_among_others_match_the_f64_reference() {
 
 #[test]
 fn results_do_not_depend_on_thread_count() {
-    let (rows, cols) = (3000, 96);
+    // 2.3 MB: several blocks for every kernel (AMX blocks are 1 MiB), so
+    // the per-worker lists really are merged.
+    let (rows, cols) = (12_000, 96);
     let (bytes, _) = store(&values(rows * cols, 7), Dtype::BF16);
     // Duplicate rows make exact ties, which must break by id.
     let mut bytes = bytes;
@@ -260,7 +262,8 @@ fn results_do_not_depend_on_thread_count() {
 
 #[test]
 fn scan_sees_every_row_once_in_order() {
-    let (rows, cols) = (5000, 40);
+    // 4 MB: four 1 MiB blocks, so order and merging are exercised.
+    let (rows, cols) = (5000, 400);
     let (bytes, _) = store(&values(rows * cols, 3), Dtype::F16);
     let m = Matrix::new("t", &bytes, Dtype::F16, &[rows, cols]).unwrap();
     let (firsts, seen) = scan(
@@ -278,6 +281,7 @@ fn scan_sees_every_row_once_in_order() {
             (a.0, a.1 + b.1)
         },
     );
+    assert!(firsts.len() > 1, "{firsts:?}");
     assert!(firsts.windows(2).all(|w| w[0] < w[1]) && firsts[0] == 0);
     assert_eq!(seen, bytes.len());
     let cancelled = Progress::hidden();

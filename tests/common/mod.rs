@@ -36,6 +36,23 @@ pub fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
 
+/// stdout of `embscope ARGS` run from the repository root (so relative
+/// fixture paths work and show as such), after checking the exit code.
+pub fn text(args: &[&str], code: i32) -> String {
+    let out = embscope()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
 /// Runs, expects exit code 2 and one line on stderr naming `needle`; returns stderr.
 pub fn fails(args: &[&str], needle: &str) -> String {
     let out = embscope().args(args).output().expect("runs");
