@@ -356,10 +356,11 @@ fn bad_queries() {
     );
     fails(&["neighbors", &llama], "no query");
     fails(&["neighbors", &llama, "#341"], "id 341 is out of range");
-    fails(
+    let err = fails(
         &["neighbors", &fixture("dtypes/f32.safetensors"), "king"],
         "needs a tokenizer",
     );
+    assert!(err.contains("query rows as #ID"), "{err}");
     let out = embscope()
         .args(["neighbors", &llama, "king", "-k", "1000", "--json"])
         .output()

@@ -88,18 +88,42 @@ pub fn run(
     })
 }
 
-/// The vocabulary, or an error saying a tokenizer is needed for `what`.
+/// The vocabulary, or an error saying a tokenizer is needed for `what`
+/// and what to do `instead`.
 pub fn need_vocab<'v>(
     ckpt: &Checkpoint,
     vocab: Option<&'v Vocab>,
     what: &str,
+    instead: &str,
 ) -> Result<&'v Vocab> {
     vocab.ok_or_else(|| {
         Error::BadInput(format!(
-            "{what} needs a tokenizer, and there is no tokenizer.json in `{}`; use --id",
+            "{what} needs a tokenizer, and there is no tokenizer.json in `{}`; {instead}",
             ckpt.sources.dir.display()
         ))
     })
+}
+
+/// The token ids of `--text`: an error when there is no tokenizer, the
+/// text is blank, or it encodes to no tokens.
+pub fn encode_text(
+    ckpt: &Checkpoint,
+    vocab: Option<&Vocab>,
+    text: &str,
+    add_special_tokens: bool,
+    instead: &str,
+) -> Result<Vec<u32>> {
+    let v = need_vocab(ckpt, vocab, "--text", instead)?;
+    if text.trim().is_empty() {
+        return Err(Error::BadInput("--text is empty".into()));
+    }
+    let ids = v.encode(text, add_special_tokens)?;
+    if ids.is_empty() {
+        return Err(Error::BadInput(format!(
+            "--text {text:?} encodes to no tokens"
+        )));
+    }
+    Ok(ids)
 }
 
 /// A vocabulary entry's id, or an error with close entries.
@@ -131,7 +155,7 @@ fn resolve(ckpt: &Checkpoint, vocab: Option<&Vocab>, query: &Query) -> Result<Ve
     match query {
         Query::Ids(ids) => Ok(ids.clone()),
         Query::Tokens(tokens) => {
-            let v = need_vocab(ckpt, vocab, "--token")?;
+            let v = need_vocab(ckpt, vocab, "--token", "use --id")?;
             tokens
                 .iter()
                 .map(|t| token_id(v, t).map(u64::from))
@@ -141,16 +165,7 @@ fn resolve(ckpt: &Checkpoint, vocab: Option<&Vocab>, query: &Query) -> Result<Ve
             text,
             add_special_tokens,
         } => {
-            let v = need_vocab(ckpt, vocab, "--text")?;
-            if text.trim().is_empty() {
-                return Err(Error::BadInput("--text is empty".into()));
-            }
-            let ids = v.encode(text, *add_special_tokens)?;
-            if ids.is_empty() {
-                return Err(Error::BadInput(format!(
-                    "--text `{text}` encodes to no tokens"
-                )));
-            }
+            let ids = encode_text(ckpt, vocab, text, *add_special_tokens, "use --id")?;
             Ok(ids.into_iter().map(u64::from).collect())
         }
     }

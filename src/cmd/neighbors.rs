@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
-use crate::cmd::lookup::{need_vocab, unknown_token};
+use crate::cmd::lookup::{encode_text, need_vocab, unknown_token};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
@@ -303,16 +303,7 @@ fn resolve(
 ) -> Result<(Vec<Term>, Vec<f32>)> {
     match q {
         QuerySpec::Text(text) => {
-            let v = need_vocab(ckpt, vocab, "--text")?;
-            if text.trim().is_empty() {
-                return Err(Error::BadInput("--text is empty".into()));
-            }
-            let ids = v.encode(text, false)?;
-            if ids.is_empty() {
-                return Err(Error::BadInput(format!(
-                    "--text {text:?} encodes to no tokens"
-                )));
-            }
+            let ids = encode_text(ckpt, vocab, text, false, "query rows as #ID")?;
             let mut mean = vec![0f32; m.cols()];
             for &id in &ids {
                 let row = m.checked_row(u64::from(id))?;
@@ -377,7 +368,7 @@ fn term_id(
             .parse::<u64>()
             .map_err(|_| Error::BadInput(format!("`{word}` is not a row id: more than 64 bits")));
     }
-    let v = need_vocab(ckpt, vocab, &format!("query `{word}`"))?;
+    let v = need_vocab(ckpt, vocab, &format!("query `{word}`"), "query rows as #ID")?;
     if let Some((id, raw)) = v.resolve_word(word) {
         if raw != word {
             notes.push(format!("`{word}`: using entry `{raw}` (#{id})"));
@@ -417,7 +408,7 @@ fn build_mask(
     if filters.is_empty() {
         return Ok(None);
     }
-    let v = need_vocab(ckpt, vocab, "--filter")?;
+    let v = need_vocab(ckpt, vocab, "--filter", "leave --filter out")?;
     let size = v.size();
     let mask = (0..m.rows())
         .into_par_iter()
