@@ -227,6 +227,14 @@ fn hostile_files_exit_2_naming_the_file() {
             assert!(err.contains(named), "{err}");
         }
     }
+    // An empty file maps to nothing and is refused by the header check.
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty.safetensors");
+    std::fs::write(&empty, b"").unwrap();
+    fails(
+        &["info", &empty.display().to_string()],
+        "file is 0 bytes, too short",
+    );
 }
 
 #[test]

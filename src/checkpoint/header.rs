@@ -34,8 +34,6 @@ pub struct RawTensor {
 /// A validated header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
-    /// Byte length of the JSON header (the 8-byte prefix not included).
-    pub header_len: usize,
     /// Tensors in file order (by start offset).
     pub tensors: Vec<RawTensor>,
     /// The `__metadata__` map, if any.
@@ -104,11 +102,7 @@ pub fn parse(path: &Path, file: &[u8]) -> Result<Header> {
             )));
         }
     }
-    Ok(Header {
-        header_len,
-        tensors,
-        metadata,
-    })
+    Ok(Header { tensors, metadata })
 }
 
 fn parse_metadata(v: &Value) -> std::result::Result<BTreeMap<String, String>, String> {

@@ -29,10 +29,6 @@ pub struct Shard {
     pub path: PathBuf,
     /// Its bytes, mapped read-only.
     pub map: Mmap,
-    /// Byte length of the JSON header.
-    pub header_len: usize,
-    /// The header's `__metadata__`.
-    pub metadata: BTreeMap<String, String>,
     /// Number of tensors in this file.
     pub tensor_count: usize,
 }
@@ -121,8 +117,6 @@ impl Checkpoint {
             shards.push(Shard {
                 path: path.clone(),
                 map,
-                header_len: h.header_len,
-                metadata: h.metadata,
                 tensor_count: h.tensors.len(),
             });
         }
@@ -155,18 +149,9 @@ impl Checkpoint {
     }
 }
 
-/// Maps a file read-only. Short files are rejected before mapping.
+/// Maps a file read-only (its header is validated by [`header::parse`]).
 fn map_file(path: &Path) -> Result<Mmap> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    if len < 8 {
-        return Err(Error::bad_file(
-            path,
-            format!(
-                "file is {len} bytes, too short for a safetensors header (8-byte length prefix expected)"
-            ),
-        ));
-    }
     // SAFETY: the map is read-only and private to this process. If another
     // process truncates the file while we run, reads may fault (SIGBUS); this
     // is the accepted contract of memory-mapped model loaders (safetensors,
