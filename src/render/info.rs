@@ -2,16 +2,13 @@
 
 use std::fmt::Write;
 
-use super::tensors::file_name;
-use super::{Human, Style, bytes, count, shape};
+use super::{Human, Style, bytes, count, field, file_name, shape};
 use crate::cmd::info::{InfoReport, RoleTensor};
 
 impl Human for InfoReport {
     fn human(&self, style: &Style) -> String {
         let mut out = String::new();
-        let mut line = |label: &str, value: String| {
-            let _ = writeln!(out, "{}  {value}", style.bold(&format!("{label:<10}")));
-        };
+        let mut line = |label: &str, value: String| field(&mut out, style, label, &value);
         line("model", self.model.clone());
         if let Some(h) = &self.hub {
             line("hub", format!("{} @ {} ({})", h.id, h.revision, h.commit));
@@ -34,24 +31,25 @@ impl Human for InfoReport {
         }
         match &self.config {
             Some(c) => {
-                let mut parts = vec![
-                    c.model_type
-                        .clone()
-                        .unwrap_or_else(|| "model_type ?".into()),
-                ];
+                let mut kind = c
+                    .model_type
+                    .clone()
+                    .unwrap_or_else(|| "model_type ?".into());
                 if !c.architectures.is_empty() {
-                    parts.push(format!("({})", c.architectures.join(", ")));
+                    let _ = write!(kind, " ({})", c.architectures.join(", "));
                 }
+                let mut parts = vec![kind];
                 let opt = |v: Option<u64>| v.map_or_else(|| "?".into(), count);
                 parts.push(format!("vocab_size {}", opt(c.vocab_size)));
                 parts.push(format!("hidden_size {}", opt(c.hidden_size)));
                 if let Some(d) = &c.torch_dtype {
                     parts.push(format!("torch_dtype {d}"));
                 }
+                let mut config = parts.join(", ");
                 if c.nested_text_config {
-                    parts.push("(from text_config)".into());
+                    config.push_str(" (from text_config)");
                 }
-                line("config", parts.join(", ").replacen(", (", " (", 1));
+                line("config", config);
             }
             None => line("config", style.dim("no config.json")),
         }

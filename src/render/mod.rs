@@ -8,6 +8,7 @@ mod neighbors;
 mod size;
 mod tensors;
 
+use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
@@ -134,6 +135,19 @@ pub fn shape(s: &[usize]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     )
+}
+
+/// One `label  value` line of a key-value report (`info`, `size`), the
+/// label bold and padded to a column.
+fn field(out: &mut String, style: &Style, label: &str, value: &str) {
+    let _ = writeln!(out, "{}  {value}", style.bold(&format!("{label:<10}")));
+}
+
+/// The last path component of `path`.
+fn file_name(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// A table with no borders, numbers right-aligned where asked.

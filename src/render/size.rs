@@ -1,8 +1,5 @@
 //! Text for `size`.
-
-use std::fmt::Write;
-
-use super::{Human, Style, bytes, count, percent, table};
+use super::{Human, Style, bytes, count, field, percent, table};
 use crate::cmd::size::SizeReport;
 
 impl Human for SizeReport {
@@ -34,9 +31,7 @@ impl Human for SizeReport {
                 p as f64 / self.total_params as f64
             })
         };
-        let mut line = |label: &str, value: String| {
-            let _ = writeln!(out, "{}  {value}", style.bold(&format!("{label:<10}")));
-        };
+        let mut line = |label: &str, value: String| field(&mut out, style, label, &value);
         match &self.embedding {
             Some(name) => line(
                 "embedding",

@@ -1,6 +1,6 @@
 //! Text for `tensors`.
 
-use super::{Human, Style, bytes, count, shape, table};
+use super::{Human, Style, bytes, count, file_name, shape, table};
 use crate::cmd::tensors::TensorsReport;
 
 impl Human for TensorsReport {
@@ -32,11 +32,4 @@ impl Human for TensorsReport {
         )));
         out
     }
-}
-
-/// The last path component: the table is read beside `info`, which shows full paths.
-pub(super) fn file_name(path: &str) -> String {
-    std::path::Path::new(path)
-        .file_name()
-        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
