@@ -1,4 +1,5 @@
 //! Text for `size`.
+
 use super::{Human, Style, bytes, count, field, percent, table};
 use crate::cmd::size::SizeReport;
 
