@@ -234,12 +234,15 @@ fn choose(
         .collect();
     let reason = if passed_over.is_empty() {
         "only candidate".to_string()
-    } else if top == 2
-        && cands.iter().filter(|(_, t)| fits(t) == 2).count() == 1
-        && (vocab.is_some() || hidden.is_some())
-    {
+    } else if top == 2 && cands.iter().filter(|(_, t)| fits(t) == 2).count() == 1 {
+        // Several candidates and one best fit: some config size was known.
+        let sizes = match (vocab, hidden) {
+            (Some(_), Some(_)) => "config vocab_size × hidden_size",
+            (Some(_), None) => "config vocab_size",
+            _ => "config hidden_size",
+        };
         format!(
-            "shape {:?} matches config vocab_size × hidden_size; passed over {}",
+            "shape {:?} matches {sizes}; passed over {}",
             chosen.shape,
             passed_over.join(", ")
         )
