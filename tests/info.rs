@@ -159,42 +159,50 @@ fn hub_cache(root: &std::path::Path, revision: &str, commit: &str) {
 
 #[test]
 fn hub_id_resolves_in_the_local_cache() {
+    // `info --json` with one environment variable set; the report on success.
+    let run = |var: &str, root: &std::path::Path, args: &[&str]| {
+        embscope().env(var, root).args(args).output().unwrap()
+    };
+    let report = |out: std::process::Output| -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
     let tmp = tempfile::tempdir().unwrap();
     hub_cache(tmp.path(), "main", "0123abcd");
-    let out = embscope()
-        .env("HF_HUB_CACHE", tmp.path())
-        .args(["--json", "info", "acme/tiny-llama"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = report(run(
+        "HF_HUB_CACHE",
+        tmp.path(),
+        &["--json", "info", "acme/tiny-llama"],
+    ));
     assert_eq!(v["hub"]["commit"], "0123abcd");
     assert_eq!(v["embedding"]["name"], "model.embed_tokens.weight");
 
     // HF_HOME/hub, another revision by ref, and a revision that is not there.
     let home = tempfile::tempdir().unwrap();
     hub_cache(&home.path().join("hub"), "v1", "feedbeef");
-    let out = embscope()
-        .env("HF_HOME", home.path())
-        .args(["--json", "--revision", "v1", "info", "acme/tiny-llama"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = embscope()
-        .env("HF_HOME", home.path())
-        .args(["info", "acme/tiny-llama"])
-        .output()
-        .unwrap();
+    let v = report(run(
+        "HF_HOME",
+        home.path(),
+        &["--json", "--revision", "v1", "info", "acme/tiny-llama"],
+    ));
+    assert_eq!(v["hub"]["commit"], "feedbeef");
+    let out = run("HF_HOME", home.path(), &["info", "acme/tiny-llama"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("revision `main` is not in the cache"));
+    // A ref naming `..` does not lead out of the snapshots.
+    let refs = home.path().join("hub/models--acme--tiny-llama/refs");
+    std::fs::write(refs.join("up"), "..").unwrap();
+    let out = run(
+        "HF_HOME",
+        home.path(),
+        &["--revision", "up", "info", "acme/tiny-llama"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("revision `up` is not in the cache"));
 }
 
 #[test]

@@ -139,7 +139,7 @@ fn find_key<'a>(
 
 /// The default of `tie_word_embeddings` in transformers' config class for a
 /// `model_type`. `PretrainedConfig` defaults to true; these families set false.
-pub fn family_ties_by_default(model_type: Option<&str>) -> bool {
+fn family_ties_by_default(model_type: Option<&str>) -> bool {
     const UNTIED: &[&str] = &[
         "llama",
         "llama4_text",

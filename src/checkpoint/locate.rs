@@ -148,8 +148,8 @@ fn looks_like_hub_id(s: &str) -> bool {
 }
 
 /// The hub cache directory: `HF_HUB_CACHE`, else `HF_HOME/hub`, else
-/// `~/.cache/huggingface/hub`.
-pub fn hub_cache_dir() -> Option<PathBuf> {
+/// `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`.
+fn hub_cache_dir() -> Option<PathBuf> {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     if let Some(p) = var("HF_HUB_CACHE") {
         return Some(PathBuf::from(p));
@@ -191,7 +191,12 @@ fn from_hub(id: &str, revision: &str) -> Result<Sources> {
         revision.to_string()
     };
     let snapshot = repo.join("snapshots").join(&commit);
-    if commit.is_empty() || commit.contains(['/', '\\']) || !snapshot.is_dir() {
+    // One plain name: not empty, no separator, not `.` or `..`.
+    let plain = matches!(
+        Path::new(&commit).components().collect::<Vec<_>>()[..],
+        [std::path::Component::Normal(c)] if c == commit.as_str()
+    );
+    if !plain || !snapshot.is_dir() {
         return Err(Error::BadInput(format!(
             "`{id}`: revision `{revision}` is not in the cache (no `{}` and no snapshot `{}`)",
             ref_file.display(),
