@@ -52,7 +52,6 @@ pub struct Matrix<'a> {
     dtype: Dtype,
     rows: usize,
     cols: usize,
-    elem: usize,
 }
 
 impl<'a> Matrix<'a> {
@@ -100,7 +99,6 @@ impl<'a> Matrix<'a> {
             dtype,
             rows,
             cols,
-            elem,
         })
     }
 
@@ -145,7 +143,7 @@ impl<'a> Matrix<'a> {
 
     /// Bytes taken by one row.
     pub fn row_len_bytes(&self) -> usize {
-        self.cols * self.elem
+        self.cols * (self.dtype.bits() / 8) as usize
     }
 
     /// Row `i` converted to f32 (exactly; F64 rounds to nearest).
@@ -153,15 +151,8 @@ impl<'a> Matrix<'a> {
     /// Panics if `i >= rows`; callers check ids first.
     pub fn row(&self, i: usize) -> Vec<f32> {
         let mut out = vec![0.0; self.cols];
-        self.row_into(i, &mut out);
+        self.block_into(i..i + 1, &mut out);
         out
-    }
-
-    /// Row `i` converted to f32 into `out`, which must be `cols` long.
-    ///
-    /// Panics if `i >= rows` or `out.len() != cols`.
-    pub fn row_into(&self, i: usize, out: &mut [f32]) {
-        self.block_into(i..i + 1, out);
     }
 
     /// The stored bytes of row `i`. Panics if `i >= rows`.
