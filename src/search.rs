@@ -62,8 +62,8 @@ pub struct Hit {
 /// not candidates at all. The result does not depend on the number of
 /// threads.
 ///
-/// Panics if a query or the mask has the wrong length, or the matrix has
-/// more than `u32::MAX` rows; callers check these.
+/// Panics if a query or the mask has the wrong length; callers check
+/// these. ([`Matrix::new`] keeps row ids within 32 bits.)
 pub fn top_k(
     m: &Matrix,
     queries: &[Vec<f32>],
@@ -100,7 +100,6 @@ fn top_k_with(
     if let Some(mask) = mask {
         assert_eq!(mask.len(), rows, "mask length");
     }
-    assert!(u32::try_from(rows).is_ok(), "more than u32::MAX rows");
     let k = k.min(rows);
     if nq == 0 || k == 0 {
         progress.finish();

@@ -16,7 +16,8 @@ use crate::matrix::Matrix;
 pub(super) enum Kernel {
     /// Plain Rust, auto-vectorised for the compile target.
     Portable,
-    /// The portable code compiled for AVX2 + FMA.
+    /// The portable code compiled for AVX2 (256-bit vectors; the adds stay
+    /// separate multiplies and adds, as Rust does not fuse `a + x * y`).
     #[cfg(target_arch = "x86_64")]
     Avx2,
     /// AVX-512F FMA on blocks converted to f32.
@@ -202,8 +203,9 @@ impl Queries {
         }
     }
 
-    /// Raw bytes per block of rows: 256 KiB, so that a block and the
-    /// queries it meets stay in a core's L2 cache; 1 MiB for AMX, which
+    /// Raw bytes per block of rows: 256 KiB of stored rows, sized for a
+    /// core's L2 cache (converted to f32 a block takes 2–4× that, and many
+    /// queries add their own size); 1 MiB for AMX, which
     /// works on 32 rows at a time whatever the block (256 KiB to 4 MiB
     /// measured the same, 1 MiB a hair faster).
     pub(super) fn block_bytes(&self) -> usize {

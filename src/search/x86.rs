@@ -31,7 +31,7 @@ pub(super) fn has_avx512bf16() -> bool {
     has_avx512() && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512bf16")
 }
 
-/// The portable block arithmetic compiled for AVX2 + FMA.
+/// The portable block arithmetic compiled for AVX2 (see `Kernel::Avx2`).
 pub(super) fn block_f32_avx2(
     block: &[f32],
     cols: usize,
