@@ -145,12 +145,13 @@ fn sizes(s: &Subject, out: &mut Vec<Finding>) {
             .filter(|t| t.shape[0] as u64 == rows)
             .map(|t| t.name.as_str())
             .collect();
+        let multiple = padding_multiple(rows, used);
         let evidence = json!({
             "tensors": tensors, "rows": rows, "tokenizer_size": used,
             "unreachable": n, "first_unreachable": used,
-            "padding_multiple": padding_multiple(rows, used),
+            "padding_multiple": multiple,
         });
-        let finding = match padding_multiple(rows, used) {
+        let finding = match multiple {
             Some(m) => Finding::new(
                 Severity::Info,
                 UNREACHABLE_CODES[0],
