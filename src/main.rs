@@ -67,7 +67,6 @@ fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
 fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     use embscope::cmd::lookup::Query;
     let (ckpt, roles) = open(&args.model, cli)?;
-    let vocab = load_vocab(&ckpt)?;
     let query = if let Some(text) = &args.text {
         Query::Text {
             text: text.clone(),
@@ -78,12 +77,17 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     } else {
         Query::Ids(args.id.clone())
     };
-    let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), cli.global.matrix, &query)?;
     let format = if cli.global.json {
         Format::Json
     } else {
         args.format
     };
+    // Rows by id into a .npy file carry no token strings: no tokenizer needed.
+    let vocab = match (&query, format) {
+        (Query::Ids(_), Format::Npy) => None,
+        _ => load_vocab(&ckpt)?,
+    };
+    let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), cli.global.matrix, &query)?;
     let out = args.output.as_deref();
     let bytes = match format {
         Format::Npy => {
