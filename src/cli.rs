@@ -77,6 +77,43 @@ pub enum Command {
     /// and NaN/zero/duplicate/outlier rows; exit code 1 when a finding is
     /// at or above --fail-on.
     Check(CheckArgs),
+    /// Rank the tokens whose rows look untrained (glitch tokens), from the
+    /// embedding and the head alone.
+    ///
+    /// Indicators per row: on the head (the embedding when tied), the cosine
+    /// to the mean of the reference rows after removing the matrix's first
+    /// principal component (found by power iteration, one streaming pass per
+    /// iteration); on the embedding, the L2 norm and the distance to the
+    /// reference mean. The reference rows are known-untrained ones:
+    /// reserved placeholders (`[unused3]`, `<unused3>`,
+    /// `<|reserved_special_token_3|>`) and rows no token reaches, or the ids
+    /// given with --reference.
+    ///
+    /// Combined rank: each indicator becomes a robust z-score (distance from
+    /// the median of all rows in units of 1.4826 x the median absolute
+    /// deviation; norms and distances on a log scale), signed so that
+    /// positive looks untrained; the score is the mean of the head cosine's
+    /// and the embedding distance's z-scores (of the norms' without reference
+    /// rows). A row scoring 5 or more is a strong candidate.
+    Undertrained(UndertrainedArgs),
+}
+
+/// Arguments of `undertrained`.
+#[derive(Debug, Args)]
+pub struct UndertrainedArgs {
+    /// Model directory, .safetensors file, index file or Hub id.
+    pub model: String,
+    /// Candidates to list.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub top: usize,
+    /// Score one matrix only (default: the embedding, and the head when the
+    /// model has one).
+    #[arg(long, value_enum)]
+    pub matrix: Option<Which>,
+    /// Known-untrained rows: `auto` (reserved placeholders and rows no token
+    /// reaches), or ids and inclusive ranges such as `100-200,5`.
+    #[arg(long, default_value = "auto", value_name = "IDS|auto")]
+    pub reference: String,
 }
 
 /// Arguments of `check`.

@@ -207,6 +207,33 @@ fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
     Ok(u8::from(report.worst().is_some_and(|w| w >= threshold)))
 }
 
+fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(), Stop> {
+    use embscope::cmd::undertrained::{self, ReferenceSpec, Request};
+    // While `--matrix` is also a global option with a default, that default
+    // reaches `args.matrix`: only a `--matrix` on the command line counts.
+    let given = std::env::args_os().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--matrix" || a.starts_with("--matrix=")
+    });
+    let req = Request {
+        top: args.top,
+        matrix: args.matrix.filter(|_| given),
+        reference: ReferenceSpec::parse(&args.reference)?,
+        reachability: true,
+        progress: !cli.global.quiet && !cli.global.no_progress,
+    };
+    let (ckpt, roles) = open(&args.model, cli)?;
+    let vocab = load_vocab(&ckpt)?;
+    let report = undertrained::run(&ckpt, &roles, vocab.as_ref(), &req)?;
+    if !cli.global.quiet {
+        for note in &report.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    render::emit(&report, cli.global.json, &Style::detect())?;
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<u8, Stop> {
     let style = Style::detect();
     let json = cli.global.json;
@@ -233,6 +260,7 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
         Command::Lookup(args) => lookup(cli, args)?,
         Command::Neighbors(args) => neighbors(cli, args)?,
         Command::Check(args) => return check(cli, args),
+        Command::Undertrained(args) => undertrained(cli, args)?,
     }
     Ok(0)
 }

@@ -7,6 +7,8 @@ pub mod checkpoints;
 mod defects;
 #[path = "../fixtures/gen/tokenizer_files.rs"]
 mod tokenizer_files;
+#[path = "../fixtures/gen/untrained.rs"]
+pub mod untrained;
 #[path = "../fixtures/gen/vocab.rs"]
 #[allow(dead_code)]
 pub mod vocab;

@@ -7,6 +7,7 @@ pub mod lookup;
 pub mod neighbors;
 pub mod size;
 pub mod tensors;
+pub mod undertrained;
 
 use serde::Serialize;
 

@@ -7,6 +7,7 @@ pub mod lookup;
 mod neighbors;
 mod size;
 mod tensors;
+mod undertrained;
 
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};

@@ -7,6 +7,7 @@
 //! Special-token declarations come from the private `special` module, human
 //! forms from `readable`, word resolution and suggestions from `lookup`.
 
+mod kind;
 mod lookup;
 mod parse;
 mod readable;
@@ -21,6 +22,7 @@ use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
 
+pub use kind::TokenKind;
 pub use readable::TokenStyle;
 pub use special::{ROLES, SpecialDecl};
 

@@ -10,6 +10,7 @@
 mod header;
 mod rows;
 mod special;
+mod undertrained;
 mod values;
 
 use serde::Serialize;
@@ -220,6 +221,7 @@ impl<'a> Check<'a> {
         let Check { s, mut findings } = self;
         let from_values = values::findings(&s, &values.0, &mut findings);
         findings.extend(from_values);
+        findings.extend(undertrained::finding(&s));
         // Stable: early findings keep their place within a severity.
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         report(&s, findings)

@@ -1,0 +1,52 @@
+//! The `undertrained-candidates` info finding: the embedding indicators of
+//! `undertrained` (norm and distance to the reference mean), from one more
+//! streaming read of the embedding after the value pass (no head passes,
+//! no encoding), counted against the strong threshold.
+
+use serde_json::json;
+
+use super::{Finding, MAX_LISTED, Severity, Subject, id_list, ids_phrase};
+use crate::cmd::undertrained::{self, ReferenceSpec, Request};
+use crate::roles::Which;
+
+/// The finding when some rows score as strong candidates; none otherwise
+/// (or when there is no readable embedding: other findings say why).
+pub(super) fn finding(s: &Subject) -> Option<Finding> {
+    s.embedding?;
+    let req = Request {
+        top: MAX_LISTED,
+        matrix: Some(Which::Embed),
+        reference: ReferenceSpec::Auto,
+        reachability: false,
+        progress: false,
+    };
+    let r = undertrained::run(s.ckpt, s.roles, s.vocab, &req).ok()?;
+    if r.strong == 0 {
+        return None;
+    }
+    let ids: Vec<u32> = r
+        .candidates
+        .iter()
+        .filter(|c| c.strong)
+        .map(|c| c.id)
+        .collect();
+    Some(Finding::new(
+        Severity::Info,
+        "undertrained-candidates",
+        format!(
+            "{} row(s) of `{}` look untrained by the embedding indicators ({} outside the {} reference rows), e.g. {}; rank them with `embscope undertrained {}`",
+            r.strong,
+            r.embedding.as_deref().unwrap_or_default(),
+            r.strong_outside_reference,
+            r.reference.rows,
+            ids_phrase(s.vocab, &ids, 4),
+            s.ckpt.model
+        ),
+        json!({
+            "tensor": r.embedding, "rows": r.strong,
+            "outside_reference": r.strong_outside_reference,
+            "reference_rows": r.reference.rows, "threshold": r.threshold,
+            "indicators": r.indicators, "ids": id_list(s.vocab, &ids),
+        }),
+    ))
+}

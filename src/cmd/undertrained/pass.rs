@@ -1,0 +1,345 @@
+//! The streaming passes of `undertrained` over one matrix: per-row sums
+//! (`|r|²`, `r·m` against the reference mean, `r·v` against the current
+//! principal-component estimate) and, when asked, the power-iteration
+//! product `Mᵀ M v` with the row sum, all through [`search::scan`].
+//!
+//! Each block of rows is converted to f32 once; its three dot products and
+//! the `Mᵀ (M v)` update are accumulated in f32 within the block and added
+//! into per-worker f64 vectors between blocks, so nothing the size of the
+//! matrix is ever allocated beyond three f32 per row.
+
+use crate::matrix::Matrix;
+use crate::progress::Progress;
+use crate::search;
+
+/// Rows sampled (evenly spaced) for the first estimate of the component.
+const SAMPLE_ROWS: usize = 256;
+/// Power iterations on the in-memory sample.
+const SAMPLE_ITERATIONS: usize = 50;
+/// Most streaming passes of power iteration.
+pub(crate) const MAX_PASSES: usize = 6;
+/// Convergence: `1 - |v_next · v|` below this ends the iteration (an angle
+/// of about 0.1°).
+const TOLERANCE: f64 = 2e-6;
+
+/// Per-row sums from the last pass over a matrix.
+#[derive(Debug, Default)]
+pub(crate) struct RowSums {
+    /// `|r|²` of every row (NaN for rows holding NaN or Inf).
+    pub sq: Vec<f32>,
+    /// `r · m` with the reference mean (0 without one).
+    pub dot_ref: Vec<f32>,
+    /// `r · c` with the first principal component (0 without one).
+    pub dot_pc: Vec<f32>,
+}
+
+/// What the passes over one matrix found.
+#[derive(Debug)]
+pub(crate) struct Analysis {
+    /// Per-row sums.
+    pub rows: RowSums,
+    /// The first principal component (unit length), when computed.
+    pub pc: Option<Vec<f32>>,
+    /// Streaming passes made.
+    pub passes: usize,
+}
+
+/// One worker's share of a pass.
+struct Part {
+    blocks: Vec<(usize, Vec<[f32; 3]>)>,
+    sum: Vec<f64>,
+    mtmv: Vec<f64>,
+    finite: u64,
+    buf: Vec<f32>,
+    acc_sum: Vec<f32>,
+    acc_w: Vec<f32>,
+}
+
+impl Part {
+    fn new(cols: usize, power: bool) -> Part {
+        Part {
+            blocks: Vec::new(),
+            sum: vec![0.0; cols],
+            mtmv: vec![0.0; if power { cols } else { 0 }],
+            finite: 0,
+            buf: Vec::new(),
+            acc_sum: vec![0.0; cols],
+            acc_w: vec![0.0; if power { cols } else { 0 }],
+        }
+    }
+
+    fn merge(mut self, other: Part) -> Part {
+        self.blocks.extend(other.blocks);
+        for (a, b) in self.sum.iter_mut().zip(&other.sum) {
+            *a += b;
+        }
+        for (a, b) in self.mtmv.iter_mut().zip(&other.mtmv) {
+            *a += b;
+        }
+        self.finite += other.finite;
+        self
+    }
+}
+
+/// The result of one pass.
+struct Pass {
+    rows: RowSums,
+    /// Sum of the finite rows.
+    sum: Vec<f64>,
+    /// `Σ r (r·v)` over the finite rows (empty without `v`).
+    mtmv: Vec<f64>,
+    /// Number of finite rows.
+    finite: u64,
+}
+
+/// `(r·r, r·a, r·b)` accumulated in 16 f32 lanes.
+fn dot3(r: &[f32], a: &[f32], b: &[f32]) -> [f32; 3] {
+    const L: usize = 16;
+    let (mut s0, mut s1, mut s2) = ([0f32; L], [0f32; L], [0f32; L]);
+    let whole = r.len() / L * L;
+    for ((rc, ac), bc) in r[..whole]
+        .chunks_exact(L)
+        .zip(a.chunks_exact(L))
+        .zip(b.chunks_exact(L))
+    {
+        for i in 0..L {
+            s0[i] += rc[i] * rc[i];
+            s1[i] += rc[i] * ac[i];
+            s2[i] += rc[i] * bc[i];
+        }
+    }
+    let mut out = [s0.iter().sum(), s1.iter().sum(), s2.iter().sum()];
+    for j in whole..r.len() {
+        out[0] += r[j] * r[j];
+        out[1] += r[j] * a[j];
+        out[2] += r[j] * b[j];
+    }
+    out
+}
+
+/// One streaming pass: per-row sums against `reference` and `v` (zeros
+/// stand in for a missing one), the row sum, and `Σ r (r·v)` when `power`.
+fn pass(m: &Matrix, reference: &[f32], v: &[f32], power: bool, progress: &Progress) -> Pass {
+    let cols = m.cols();
+    let row_bytes = m.row_len_bytes();
+    let mut part = search::scan(
+        m,
+        progress,
+        || Part::new(cols, power),
+        |p: &mut Part, first: usize, raw: &[u8]| {
+            let n = raw.len() / row_bytes;
+            p.buf.resize(n * cols, 0.0);
+            m.block_into(first..first + n, &mut p.buf);
+            p.acc_sum.fill(0.0);
+            p.acc_w.fill(0.0);
+            let mut out = Vec::with_capacity(n);
+            for r in p.buf.chunks_exact(cols) {
+                let d = dot3(r, reference, v);
+                if !d[0].is_finite() {
+                    out.push([f32::NAN; 3]);
+                    continue;
+                }
+                out.push(d);
+                p.finite += 1;
+                for (a, x) in p.acc_sum.iter_mut().zip(r) {
+                    *a += x;
+                }
+                if power {
+                    for (a, x) in p.acc_w.iter_mut().zip(r) {
+                        *a += d[2] * x;
+                    }
+                }
+            }
+            for (s, a) in p.sum.iter_mut().zip(&p.acc_sum) {
+                *s += f64::from(*a);
+            }
+            for (s, a) in p.mtmv.iter_mut().zip(&p.acc_w) {
+                *s += f64::from(*a);
+            }
+            p.blocks.push((first, out));
+        },
+        Part::merge,
+    );
+    progress.finish();
+    part.blocks.sort_by_key(|b| b.0);
+    let mut rows = RowSums::default();
+    for (_, block) in part.blocks {
+        for [sq, dr, dv] in block {
+            rows.sq.push(sq);
+            rows.dot_ref.push(dr);
+            rows.dot_pc.push(dv);
+        }
+    }
+    Pass {
+        rows,
+        sum: part.sum,
+        mtmv: part.mtmv,
+        finite: part.finite,
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `v / |v|`, or `None` for a zero or non-finite vector.
+fn unit(v: &[f64]) -> Option<Vec<f64>> {
+    let n = dot(v, v).sqrt();
+    (n > 0.0 && n.is_finite()).then(|| v.iter().map(|x| x / n).collect())
+}
+
+/// A first estimate of the component from [`SAMPLE_ROWS`] evenly spaced
+/// finite rows, centred, by power iteration in memory; a unit vector along
+/// the first axis when the sample has no spread.
+fn sample_start(m: &Matrix) -> Vec<f64> {
+    let (rows, cols) = (m.rows(), m.cols());
+    let step = rows.div_ceil(SAMPLE_ROWS).max(1);
+    let sample: Vec<Vec<f64>> = (0..rows)
+        .step_by(step)
+        .map(|i| m.row(i).into_iter().map(f64::from).collect::<Vec<f64>>())
+        .filter(|r| r.iter().all(|x| x.is_finite()))
+        .collect();
+    let mut fallback = vec![0.0; cols];
+    fallback[0] = 1.0;
+    if sample.is_empty() {
+        return fallback;
+    }
+    let mut mean = vec![0.0; cols];
+    for r in &sample {
+        for (a, x) in mean.iter_mut().zip(r) {
+            *a += x / sample.len() as f64;
+        }
+    }
+    let centred: Vec<Vec<f64>> = sample
+        .iter()
+        .map(|r| r.iter().zip(&mean).map(|(x, m)| x - m).collect())
+        .collect();
+    // Start from a fixed mix of all axes, not one the sample may miss.
+    let mut v: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+    for _ in 0..SAMPLE_ITERATIONS {
+        let mut w = vec![0.0; cols];
+        for r in &centred {
+            let y = dot(r, &v);
+            for (a, x) in w.iter_mut().zip(r) {
+                *a += y * x;
+            }
+        }
+        match unit(&w) {
+            Some(u) => v = u,
+            None => return fallback,
+        }
+    }
+    v
+}
+
+/// Reads `m` once for per-row sums against `reference` (no component).
+pub(crate) fn sums(m: &Matrix, reference: Option<&[f32]>, progress: &Progress) -> Analysis {
+    let zeros = vec![0.0; m.cols()];
+    let p = pass(m, reference.unwrap_or(&zeros), &zeros, false, progress);
+    Analysis {
+        rows: p.rows,
+        pc: None,
+        passes: 1,
+    }
+}
+
+/// Finds the first principal component of the (mean-centred) rows of `m`
+/// by power iteration, one streaming pass per iteration, and returns the
+/// per-row sums of the last pass, whose `r·v` is taken against the
+/// component returned. `progress(k)` makes the bar of pass `k` (from 1).
+pub(crate) fn with_component(
+    m: &Matrix,
+    reference: &[f32],
+    progress: impl Fn(usize) -> Progress,
+) -> Analysis {
+    let cols = m.cols();
+    let mut v = sample_start(m);
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        let p = pass(m, reference, &v32, true, &progress(passes));
+        let n = p.finite.max(1) as f64;
+        let mean: Vec<f64> = p.sum.iter().map(|s| s / n).collect();
+        let mv = dot(&mean, &v);
+        // C v = Σ r (r·v) / n − μ (μ·v): the covariance times v.
+        let w: Vec<f64> = (0..cols).map(|j| p.mtmv[j] / n - mean[j] * mv).collect();
+        let next = unit(&w);
+        let done = match &next {
+            Some(u) => 1.0 - dot(u, &v).abs() < TOLERANCE,
+            None => true,
+        };
+        if done || passes >= MAX_PASSES {
+            return Analysis {
+                rows: p.rows,
+                pc: Some(v32),
+                passes,
+            };
+        }
+        if let Some(mut u) = next {
+            // Keep the sign steady so successive estimates compare.
+            if dot(&u, &v) < 0.0 {
+                u.iter_mut().for_each(|x| *x = -*x);
+            }
+            v = u;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Dtype;
+
+    fn matrix(values: &[f32], rows: usize, cols: usize) -> Vec<u8> {
+        assert_eq!(values.len(), rows * cols);
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn component_of_a_known_spread() {
+        // Rows spread along (3, 4, 0)/5 around an offset, with a little
+        // noise across: the component is that axis (up to sign).
+        let (rows, cols) = (300, 3);
+        let mut values = Vec::new();
+        for i in 0..rows {
+            let t = (i as f32 - 150.0) / 10.0;
+            let noise = ((i * 7919) % 13) as f32 / 130.0 - 0.05;
+            values.extend([5.0 + 0.6 * t, -2.0 + 0.8 * t, 1.0 + noise]);
+        }
+        let bytes = matrix(&values, rows, cols);
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+        let a = with_component(&m, &[0.0; 3], |_| Progress::hidden());
+        let pc = a.pc.unwrap();
+        let along = (pc[0] * 0.6 + pc[1] * 0.8).abs();
+        assert!(along > 0.9999, "{pc:?}");
+        assert!(a.passes <= 2, "{} passes", a.passes);
+        assert_eq!(a.rows.sq.len(), rows);
+        let want = values[0] * values[0] + values[1] * values[1] + values[2] * values[2];
+        assert!((a.rows.sq[0] - want).abs() < 1e-3);
+        let dv = values[3] * pc[0] + values[4] * pc[1] + values[5] * pc[2];
+        assert!((a.rows.dot_pc[1] - dv).abs() < 1e-4);
+    }
+
+    #[test]
+    fn non_finite_rows_are_marked_and_left_out() {
+        let values = [1.0, 2.0, f32::NAN, 0.0, 3.0, 4.0, 0.0, 0.0];
+        let bytes = matrix(&values, 4, 2);
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[4, 2]).unwrap();
+        let a = sums(&m, Some(&[1.0, 1.0]), &Progress::hidden());
+        assert_eq!(a.rows.sq[0], 5.0);
+        assert!(a.rows.sq[1].is_nan());
+        assert_eq!(a.rows.dot_ref[2], 7.0);
+        assert_eq!(a.rows.sq[3], 0.0);
+        assert_eq!(a.passes, 1);
+    }
+
+    #[test]
+    fn dot3_covers_the_tail() {
+        let r: Vec<f32> = (0..37).map(|i| i as f32).collect();
+        let ones = vec![1.0; 37];
+        let twos = vec![2.0; 37];
+        let d = dot3(&r, &ones, &twos);
+        assert_eq!(d, [(0..37).map(|i| (i * i) as f32).sum(), 666.0, 1332.0]);
+    }
+}

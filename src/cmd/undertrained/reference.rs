@@ -1,0 +1,179 @@
+//! The reference set of `undertrained`: rows known to be untrained, given
+//! with `--reference` as ids and ranges, or found automatically (reserved
+//! placeholder entries and rows no token reaches).
+
+use crate::vocab::Vocab;
+use crate::{Error, Result};
+
+/// What `--reference` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReferenceSpec {
+    /// Reserved placeholders and rows no token reaches.
+    Auto,
+    /// Inclusive id ranges as written (`5` is `5-5`).
+    Ids(Vec<(u64, u64)>),
+}
+
+impl ReferenceSpec {
+    /// Parses `auto` or a comma-separated list of ids and inclusive ranges
+    /// (`100-200,5`). Ranges are checked against the matrix later.
+    pub fn parse(s: &str) -> Result<ReferenceSpec> {
+        let bad = |what: String| {
+            Error::BadInput(format!(
+                "--reference: {what}; expected `auto` or ids and ranges such as `100-200,5`"
+            ))
+        };
+        if s.trim() == "auto" {
+            return Ok(ReferenceSpec::Auto);
+        }
+        let number = |t: &str| {
+            t.trim()
+                .parse::<u64>()
+                .map_err(|_| bad(format!("`{}` is not a non-negative integer id", t.trim())))
+        };
+        let mut out = Vec::new();
+        for item in s.split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err(bad(format!("empty item in `{s}`")));
+            }
+            let (a, b) = match item.split_once('-') {
+                Some((a, b)) if a.trim().is_empty() || b.trim().is_empty() => {
+                    return Err(bad(format!("`{item}` is not an id or a range")));
+                }
+                Some((a, b)) => (number(a)?, number(b)?),
+                None => {
+                    let n = number(item)?;
+                    (n, n)
+                }
+            };
+            if a > b {
+                return Err(bad(format!("range `{item}` runs backwards")));
+            }
+            out.push((a, b));
+        }
+        Ok(ReferenceSpec::Ids(out))
+    }
+}
+
+/// The reference rows and where they came from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reference {
+    /// Row ids, ascending, distinct.
+    pub ids: Vec<u32>,
+    /// How many are reserved placeholder entries (auto only).
+    pub placeholders: usize,
+    /// How many are rows no token reaches (auto only).
+    pub unreachable: usize,
+}
+
+/// Reserved placeholder entries, untrained by design: BERT's `[unused12]`,
+/// Llama 3's `<|reserved_special_token_3|>`, Gemma's `<unused5>`. T5's
+/// `<extra_id_N>` sentinels are not among them: span corruption trains them.
+pub fn is_placeholder(token: &str) -> bool {
+    (token.starts_with("[unused") && token.ends_with(']'))
+        || (token.starts_with("<unused") && token.ends_with('>'))
+        || (token.starts_with("<|reserved") && token.ends_with("|>"))
+}
+
+/// Resolves `spec` against a matrix of `rows` rows named `name`.
+pub(crate) fn resolve(
+    spec: &ReferenceSpec,
+    vocab: Option<&Vocab>,
+    rows: usize,
+    name: &str,
+) -> Result<Reference> {
+    match spec {
+        ReferenceSpec::Ids(ranges) => {
+            let mut ids = Vec::new();
+            for &(a, b) in ranges {
+                if b >= rows as u64 {
+                    return Err(Error::BadInput(format!(
+                        "--reference: id {b} is out of range: `{name}` has {rows} rows (ids 0..={})",
+                        rows.saturating_sub(1)
+                    )));
+                }
+                ids.extend(a as u32..=b as u32);
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            Ok(Reference {
+                ids,
+                ..Reference::default()
+            })
+        }
+        ReferenceSpec::Auto => {
+            let Some(v) = vocab else {
+                return Ok(Reference::default());
+            };
+            let mut r = Reference::default();
+            for id in 0..rows as u32 {
+                match v.token(id) {
+                    None => {
+                        r.unreachable += 1;
+                        r.ids.push(id);
+                    }
+                    Some(t) if is_placeholder(t) => {
+                        r.placeholders += 1;
+                        r.ids.push(id);
+                    }
+                    Some(_) => {}
+                }
+            }
+            Ok(r)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ids_and_ranges() {
+        assert_eq!(ReferenceSpec::parse("auto").unwrap(), ReferenceSpec::Auto);
+        assert_eq!(
+            ReferenceSpec::parse("100-200, 5,7-7").unwrap(),
+            ReferenceSpec::Ids(vec![(100, 200), (5, 5), (7, 7)])
+        );
+        for (bad, needle) in [
+            ("", "empty item"),
+            ("1,,2", "empty item"),
+            ("x", "`x` is not a non-negative integer id"),
+            ("-3", "`-3` is not an id or a range"),
+            ("4-", "`4-` is not an id or a range"),
+            ("5-2", "range `5-2` runs backwards"),
+            ("1-2-3", "`2-3` is not"),
+        ] {
+            let err = ReferenceSpec::parse(bad).unwrap_err().to_string();
+            assert!(err.starts_with("--reference: "), "{err}");
+            assert!(err.contains(needle), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn placeholders() {
+        for t in [
+            "[unused0]",
+            "[unused993]",
+            "<unused5>",
+            "<|reserved_special_token_250|>",
+        ] {
+            assert!(is_placeholder(t), "{t}");
+        }
+        for t in ["<extra_id_0>", "unused", "[UNK]", "<|begin_of_text|>", "##unused"] {
+            assert!(!is_placeholder(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn explicit_ids_are_range_checked() {
+        let spec = ReferenceSpec::Ids(vec![(3, 4), (1, 1), (4, 4)]);
+        assert_eq!(resolve(&spec, None, 5, "w").unwrap().ids, vec![1, 3, 4]);
+        let err = resolve(&spec, None, 4, "w").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--reference: id 4 is out of range: `w` has 4 rows (ids 0..=3)"
+        );
+    }
+}

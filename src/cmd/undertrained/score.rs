@@ -1,0 +1,178 @@
+//! From indicators to one score per row: each indicator becomes a robust
+//! z-score (distance from the median of all rows in units of 1.4826 × the
+//! median absolute deviation), oriented so that positive means "looks
+//! untrained"; the combined score is the mean of a row's z-scores. Also
+//! the histogram of the combined score.
+
+use serde::Serialize;
+
+/// Rows scoring at least this are strong candidates: this many robust
+/// standard deviations beyond the median row, on the mean of the
+/// indicators. A normal distribution puts about 3 rows in 10 million there.
+pub const STRONG: f64 = 5.0;
+
+/// Smallest robust deviation used, so that near-constant indicators (rows
+/// normalised to one length) do not turn rounding noise into scores.
+const MIN_SIGMA: f64 = 0.01;
+
+/// Which way an indicator points to an untrained row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Higher is more suspicious (cosine to the reference mean).
+    High,
+    /// Lower is more suspicious, on a log scale (norms, distances).
+    LowLog,
+}
+
+/// The median of `v` (non-empty), reordering it.
+fn median(v: &mut [f64]) -> f64 {
+    let mid = v.len() / 2;
+    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    let hi = *m;
+    if v.len().is_multiple_of(2) {
+        let lo = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo + hi) / 2.0
+    } else {
+        hi
+    }
+}
+
+/// Oriented robust z-scores of `values`; NaN stays NaN. On the log scale a
+/// zero becomes a thousandth of the median positive value.
+pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
+    let mut finite: Vec<f64> = values
+        .iter()
+        .filter(|x| x.is_finite())
+        .map(|&x| f64::from(x))
+        .collect();
+    if finite.is_empty() {
+        return vec![f64::NAN; values.len()];
+    }
+    let transform: Box<dyn Fn(f64) -> f64> = match dir {
+        Direction::High => Box::new(|x| x),
+        Direction::LowLog => {
+            let mut positive: Vec<f64> = finite.iter().copied().filter(|&x| x > 0.0).collect();
+            let floor = if positive.is_empty() {
+                1e-30
+            } else {
+                median(&mut positive) * 1e-3
+            };
+            Box::new(move |x: f64| -(x.max(floor)).ln())
+        }
+    };
+    finite.iter_mut().for_each(|x| *x = transform(*x));
+    let med = median(&mut finite);
+    let mut dev: Vec<f64> = finite.iter().map(|x| (x - med).abs()).collect();
+    let sigma = (1.4826 * median(&mut dev)).max(MIN_SIGMA);
+    values
+        .iter()
+        .map(|&x| {
+            if x.is_finite() {
+                (transform(f64::from(x)) - med) / sigma
+            } else {
+                f64::NAN
+            }
+        })
+        .collect()
+}
+
+/// The mean of each row's finite z-scores over `zs`; NaN when none is.
+pub(crate) fn combine(zs: &[Vec<f64>], rows: usize) -> Vec<f64> {
+    (0..rows)
+        .map(|i| {
+            let (sum, n) = zs
+                .iter()
+                .map(|z| z[i])
+                .filter(|x| x.is_finite())
+                .fold((0.0, 0), |(s, n), x| (s + x, n + 1));
+            if n == 0 { f64::NAN } else { sum / n as f64 }
+        })
+        .collect()
+}
+
+/// Counts of the combined score in equal bins from `min` to `max`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Histogram {
+    /// Lower edge of the first bin (the lowest score).
+    pub min: f64,
+    /// Upper edge of the last bin (the highest score).
+    pub max: f64,
+    /// Rows per bin.
+    pub counts: Vec<u64>,
+}
+
+impl Histogram {
+    /// The bin holding `score`, clamped to the ends.
+    pub fn bin_of(&self, score: f64) -> usize {
+        let n = self.counts.len();
+        if n == 0 || self.max <= self.min {
+            return 0;
+        }
+        let f = (score - self.min) / (self.max - self.min) * n as f64;
+        (f.max(0.0) as usize).min(n - 1)
+    }
+}
+
+/// The histogram of the finite `scores` in `bins` bins.
+pub(crate) fn histogram(scores: &[f64], bins: usize) -> Histogram {
+    let finite = scores.iter().copied().filter(|x| x.is_finite());
+    let (min, max) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    if min > max {
+        return Histogram {
+            min: 0.0,
+            max: 0.0,
+            counts: Vec::new(),
+        };
+    }
+    let mut h = Histogram {
+        min,
+        max,
+        counts: vec![0; bins],
+    };
+    for &s in scores.iter().filter(|x| x.is_finite()) {
+        let b = h.bin_of(s);
+        h.counts[b] += 1;
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn z_scores_are_oriented() {
+        let norms: Vec<f32> = (0..101).map(|i| 1.0 + (i % 10) as f32 * 0.01).collect();
+        let mut with = norms.clone();
+        with.extend([0.1, 10.0, 0.0, f32::NAN]);
+        let z = robust_z(&with, Direction::LowLog);
+        assert!(z[101] > 20.0, "a small norm scores high: {}", z[101]);
+        assert!(z[102] < -20.0, "a large norm scores low: {}", z[102]);
+        assert!(z[103] > z[101], "zero is the most suspicious");
+        assert!(z[104].is_nan());
+        assert!(z[..101].iter().all(|x| x.abs() < 3.0));
+        let cos = [0.0f32, 0.1, -0.1, 0.05, -0.05, 0.9];
+        let z = robust_z(&cos, Direction::High);
+        assert!(z[5] > 5.0 && z[2] < 0.0, "{z:?}");
+    }
+
+    #[test]
+    fn combined_is_the_mean_of_finite_scores() {
+        let zs = vec![vec![1.0, f64::NAN, f64::NAN], vec![3.0, 4.0, f64::NAN]];
+        let c = combine(&zs, 3);
+        assert_eq!(c[..2], [2.0, 4.0]);
+        assert!(c[2].is_nan());
+    }
+
+    #[test]
+    fn histogram_bins() {
+        let h = histogram(&[0.0, 1.0, 2.0, 10.0, f64::NAN], 5);
+        assert_eq!(h.counts, vec![3, 0, 0, 0, 1]);
+        assert_eq!((h.min, h.max), (0.0, 10.0));
+        assert_eq!(h.bin_of(5.0), 2);
+        assert_eq!(h.bin_of(99.0), 4);
+        assert!(histogram(&[f64::NAN], 5).counts.is_empty());
+    }
+}

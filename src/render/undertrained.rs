@@ -1,0 +1,198 @@
+//! Text for `undertrained`: what was scored against what, a block chart of
+//! the score distribution with the strong threshold marked, and the ranked
+//! candidates.
+
+use std::fmt::Write;
+
+use super::{Human, Style, count, table};
+use crate::cmd::undertrained::{Candidate, Histogram, UndertrainedReport};
+use crate::vocab::TokenKind;
+
+/// Bar heights, lowest first.
+const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// One char per bin, heights on a log scale (an empty bin is a space, the
+/// fullest is `█`), so that the few high-scoring rows still show.
+pub fn sparkline(h: &Histogram) -> String {
+    let top = h.counts.iter().copied().max().unwrap_or(0);
+    h.counts
+        .iter()
+        .map(|&c| match c {
+            0 => ' ',
+            _ if top <= 1 => BLOCKS[7],
+            _ => {
+                let f = (c as f64).ln() / (top as f64).ln();
+                BLOCKS[((f * 7.0).round() as usize).min(7)]
+            }
+        })
+        .collect()
+}
+
+fn chart(r: &UndertrainedReport, style: &Style, out: &mut String) {
+    let h = &r.histogram;
+    if h.counts.is_empty() {
+        return;
+    }
+    let width = h.counts.len();
+    let _ = writeln!(
+        out,
+        "{}",
+        style.dim(&format!(
+            "score of {} rows ({} bins, heights on a log scale)",
+            count(r.scored as u64),
+            width
+        ))
+    );
+    let _ = writeln!(out, "{}", sparkline(h));
+    if h.max >= r.threshold {
+        let at = h.bin_of(r.threshold);
+        let _ = writeln!(
+            out,
+            "{}^ strong from {:.1}: {} rows ({} outside the reference set)",
+            " ".repeat(at),
+            r.threshold,
+            count(r.strong as u64),
+            count(r.strong_outside_reference as u64)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "no row reaches the strong threshold {:.1} (highest score {:.2})",
+            r.threshold, h.max
+        );
+    }
+    let lo = format!("{:.2}", h.min);
+    let hi = format!("{:.2}", h.max);
+    let gap = width.saturating_sub(lo.len() + hi.len()).max(1);
+    let _ = writeln!(out, "{}", style.dim(&format!("{lo}{}{hi}", " ".repeat(gap))));
+}
+
+fn kind(k: Option<TokenKind>) -> &'static str {
+    match k {
+        Some(TokenKind::Special) => "special",
+        Some(TokenKind::Byte) => "byte",
+        Some(TokenKind::PartialUtf8) => "partial-utf8",
+        Some(TokenKind::Normal) => "normal",
+        None => "-",
+    }
+}
+
+/// The indicator columns the candidates carry: (header, value).
+type Column = (&'static str, fn(&Candidate) -> Option<f32>);
+
+const COLUMNS: [Column; 4] = [
+    ("head cos", |c| c.head_cosine),
+    ("head norm", |c| c.head_norm),
+    ("emb norm", |c| c.embed_norm),
+    ("emb dist", |c| c.embed_distance),
+];
+
+impl Human for UndertrainedReport {
+    fn human(&self, style: &Style) -> String {
+        let mut out = String::new();
+        let matrices: Vec<String> = match (&self.embedding, &self.head) {
+            (Some(e), Some(h)) if e == h => vec![format!("`{e}` (embedding and tied head)")],
+            (e, h) => e
+                .iter()
+                .map(|e| format!("embedding `{e}`"))
+                .chain(h.iter().map(|h| format!("head `{h}`")))
+                .collect(),
+        };
+        let _ = writeln!(
+            out,
+            "{}  {}, {} rows",
+            style.bold("undertrained"),
+            matrices.join(", "),
+            count(self.rows as u64)
+        );
+        let r = &self.reference;
+        let origin = if r.source == "auto" {
+            format!(
+                "{} reserved placeholders, {} rows no token reaches",
+                count(r.placeholders as u64),
+                count(r.unreachable as u64)
+            )
+        } else {
+            "from --reference".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "reference     {} rows ({origin})",
+            count(r.rows as u64)
+        );
+        let _ = writeln!(
+            out,
+            "score         mean robust z of {}; {} pass(es) over the matrices ({} for the head's principal component)",
+            self.indicators.join(", "),
+            self.passes,
+            self.component_passes
+        );
+        out.push('\n');
+        chart(self, style, &mut out);
+        if self.candidates.is_empty() {
+            return out;
+        }
+        out.push('\n');
+        let first = &self.candidates[0];
+        let columns: Vec<&Column> = COLUMNS.iter().filter(|(_, f)| f(first).is_some()).collect();
+        let mut header = vec!["rank", "id", "token", "kind", "ref", "reach", "score"];
+        header.extend(columns.iter().map(|(h, _)| *h));
+        let right: Vec<usize> = [0, 1, 6].into_iter().chain(7..header.len()).collect();
+        let rows = self
+            .candidates
+            .iter()
+            .map(|c| {
+                let mut row = vec![
+                    c.rank.to_string(),
+                    c.id.to_string(),
+                    c.token
+                        .as_deref()
+                        .map_or_else(|| "-".into(), |t| format!("\"{t}\"")),
+                    kind(c.kind).to_string(),
+                    if c.reference { "ref" } else { "" }.to_string(),
+                    match c.reachable {
+                        Some(true) => "yes",
+                        Some(false) => "no",
+                        None => "-",
+                    }
+                    .to_string(),
+                    format!("{:.2}{}", c.score, if c.strong { "*" } else { " " }),
+                ];
+                row.extend(
+                    columns
+                        .iter()
+                        .map(|(_, f)| f(c).map_or_else(|| "-".into(), |v| format!("{v:.4}"))),
+                );
+                row
+            })
+            .collect();
+        out.push_str(&table(&header, &right, rows));
+        let _ = writeln!(
+            out,
+            "{}",
+            style.dim("* strong candidate; ref: in the reference set; reach: its own text encodes to it")
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparkline_heights_are_logarithmic() {
+        let h = Histogram {
+            min: 0.0,
+            max: 1.0,
+            counts: vec![1000, 0, 1, 10, 31],
+        };
+        assert_eq!(sparkline(&h), "█ ▁▃▄");
+        let one = Histogram {
+            min: 0.0,
+            max: 1.0,
+            counts: vec![1, 0],
+        };
+        assert_eq!(sparkline(&one), "█ ");
+    }
+}

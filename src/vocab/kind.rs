@@ -1,0 +1,111 @@
+//! What a token stands for as bytes of text, what kind of token that makes
+//! it (special, a lone byte, a fragment of a UTF-8 char, or normal text),
+//! and whether encoding its own text gives it back.
+
+use serde::Serialize;
+
+use super::readable::{byte_fallback, byte_level_char_to_byte};
+use super::{TokenStyle, Vocab};
+
+/// The kind of a vocabulary entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenKind {
+    /// A special or control token (BOS, `[CLS]`, reserved entries).
+    Special,
+    /// A single byte that is not text on its own: a SentencePiece
+    /// `<0xNN>` entry or a byte-level entry of one non-ASCII byte.
+    Byte,
+    /// Several bytes that are not valid UTF-8: a piece of a multi-byte char.
+    PartialUtf8,
+    /// Text.
+    Normal,
+}
+
+/// The text of an entry, as bytes.
+struct Text {
+    bytes: Vec<u8>,
+    /// A byte entry: SentencePiece `<0xNN>`, or one non-ASCII byte-level char.
+    lone_byte: bool,
+    /// A WordPiece continuation (`##ing`): it never starts a word.
+    continuation: bool,
+}
+
+impl Vocab {
+    fn text(&self, id: u32) -> Option<Text> {
+        let e = self.entry(id)?;
+        let raw = e.token.as_str();
+        let plain = |bytes: Vec<u8>| Text {
+            bytes,
+            lone_byte: false,
+            continuation: false,
+        };
+        if e.added {
+            return Some(plain(raw.as_bytes().to_vec()));
+        }
+        Some(match &self.style {
+            TokenStyle::ByteLevel => {
+                let mut bytes = Vec::with_capacity(raw.len());
+                for c in raw.chars() {
+                    match byte_level_char_to_byte(c) {
+                        Some(b) => bytes.push(b),
+                        None => bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                    }
+                }
+                Text {
+                    lone_byte: bytes.len() == 1 && !bytes[0].is_ascii(),
+                    ..plain(bytes)
+                }
+            }
+            TokenStyle::Metaspace { replacement } => match byte_fallback(raw) {
+                Some(b) => Text {
+                    lone_byte: true,
+                    ..plain(vec![b])
+                },
+                None => plain(
+                    raw.chars()
+                        .map(|c| if c == *replacement { ' ' } else { c })
+                        .collect::<String>()
+                        .into_bytes(),
+                ),
+            },
+            TokenStyle::WordPiece { prefix } => match raw.strip_prefix(prefix.as_str()) {
+                Some(rest) if !rest.is_empty() => Text {
+                    continuation: true,
+                    ..plain(rest.as_bytes().to_vec())
+                },
+                _ => plain(raw.as_bytes().to_vec()),
+            },
+            TokenStyle::Plain => plain(raw.as_bytes().to_vec()),
+        })
+    }
+
+    /// The kind of `id`'s entry; `None` when the tokenizer has no entry.
+    pub fn kind(&self, id: u32) -> Option<TokenKind> {
+        let text = self.text(id)?;
+        Some(if self.is_special(id) {
+            TokenKind::Special
+        } else if text.lone_byte {
+            TokenKind::Byte
+        } else if std::str::from_utf8(&text.bytes).is_err() {
+            TokenKind::PartialUtf8
+        } else {
+            TokenKind::Normal
+        })
+    }
+
+    /// Whether encoding the text `id` stands for (without template tokens)
+    /// gives exactly `[id]`. `None` when the question does not apply: no
+    /// entry, a lone byte or fragment that is not text, a WordPiece
+    /// continuation (which never starts a text), an empty entry, or text
+    /// the tokenizer cannot encode.
+    pub fn reaches_itself(&self, id: u32) -> Option<bool> {
+        let text = self.text(id)?;
+        if text.continuation || text.lone_byte || text.bytes.is_empty() {
+            return None;
+        }
+        let s = std::str::from_utf8(&text.bytes).ok()?;
+        let ids = self.encode(s, false).ok()?;
+        Some(ids == [id])
+    }
+}
