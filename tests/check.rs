@@ -204,7 +204,7 @@ fn human_output_has_one_line_per_finding_and_a_summary() {
     let text = text(&["check", &fixture("defects/zero-rows")], 0);
     assert!(text.contains("warn  zero-rows  `model.embed_tokens.weight` has 1 all-zero row(s) that tokens reach: 8 \"to\""), "{text}");
     assert!(
-        text.trim_end().ends_with("0 errors, 1 warning, 2 notes"),
+        text.trim_end().ends_with("0 errors, 1 warning, 3 notes"),
         "{text}"
     );
 }

@@ -120,12 +120,15 @@ impl Human for UndertrainedReport {
             "reference     {} rows ({origin})",
             count(r.rows as u64)
         );
+        let component = match self.component_passes {
+            0 => String::new(),
+            n => format!(", {n} of them for the head's first principal component"),
+        };
         let _ = writeln!(
             out,
-            "score         mean robust z of {}; {} pass(es) over the matrices ({} for the head's principal component)",
+            "score         mean robust z of {}; {} streaming pass(es){component}",
             self.indicators.join(", "),
             self.passes,
-            self.component_passes
         );
         out.push('\n');
         chart(self, style, &mut out);

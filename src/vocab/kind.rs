@@ -11,7 +11,8 @@ use super::{TokenStyle, Vocab};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TokenKind {
-    /// A special or control token (BOS, `[CLS]`, reserved entries).
+    /// A special or control token (BOS, `[CLS]`), or a reserved
+    /// placeholder (see [`is_placeholder`]).
     Special,
     /// A single byte that is not text on its own: a SentencePiece
     /// `<0xNN>` entry or a byte-level entry of one non-ASCII byte.
@@ -20,6 +21,15 @@ pub enum TokenKind {
     PartialUtf8,
     /// Text.
     Normal,
+}
+
+/// Reserved placeholder entries, untrained by design: BERT's `[unused12]`,
+/// Llama 3's `<|reserved_special_token_3|>`, Gemma's `<unused5>`. T5's
+/// `<extra_id_N>` sentinels are not among them: span corruption trains them.
+pub fn is_placeholder(token: &str) -> bool {
+    (token.starts_with("[unused") && token.ends_with(']'))
+        || (token.starts_with("<unused") && token.ends_with('>'))
+        || (token.starts_with("<|reserved") && token.ends_with("|>"))
 }
 
 /// The text of an entry, as bytes.
@@ -83,7 +93,7 @@ impl Vocab {
     /// The kind of `id`'s entry; `None` when the tokenizer has no entry.
     pub fn kind(&self, id: u32) -> Option<TokenKind> {
         let text = self.text(id)?;
-        Some(if self.is_special(id) {
+        Some(if self.is_special(id) || is_placeholder(&self.entry(id)?.token) {
             TokenKind::Special
         } else if text.lone_byte {
             TokenKind::Byte
@@ -107,5 +117,25 @@ impl Vocab {
         let s = std::str::from_utf8(&text.bytes).ok()?;
         let ids = self.encode(s, false).ok()?;
         Some(ids == [id])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders() {
+        for t in [
+            "[unused0]",
+            "[unused993]",
+            "<unused5>",
+            "<|reserved_special_token_250|>",
+        ] {
+            assert!(is_placeholder(t), "{t}");
+        }
+        for t in ["<extra_id_0>", "unused", "[UNK]", "<|begin_of_text|>", "##unused"] {
+            assert!(!is_placeholder(t), "{t}");
+        }
     }
 }

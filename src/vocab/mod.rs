@@ -22,7 +22,7 @@ use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
 
-pub use kind::TokenKind;
+pub use kind::{TokenKind, is_placeholder};
 pub use readable::TokenStyle;
 pub use special::{ROLES, SpecialDecl};
 

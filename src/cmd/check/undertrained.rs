@@ -9,7 +9,8 @@ use super::{Finding, MAX_LISTED, Severity, Subject, id_list, ids_phrase};
 use crate::cmd::undertrained::{self, ReferenceSpec, Request};
 use crate::roles::Which;
 
-/// The finding when some rows score as strong candidates; none otherwise
+/// The finding when rows outside the reference set score as strong
+/// candidates; none otherwise
 /// (or when there is no readable embedding: other findings say why).
 pub(super) fn finding(s: &Subject) -> Option<Finding> {
     s.embedding?;
@@ -21,7 +22,9 @@ pub(super) fn finding(s: &Subject) -> Option<Finding> {
         progress: false,
     };
     let r = undertrained::run(s.ckpt, s.roles, s.vocab, &req).ok()?;
-    if r.strong == 0 {
+    // Reserved and unreachable rows are expected to be untrained (and
+    // unreachable rows have their own finding): only others are news.
+    if r.strong_outside_reference == 0 {
         return None;
     }
     let ids: Vec<u32> = r

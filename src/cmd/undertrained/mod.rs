@@ -20,7 +20,7 @@ mod score;
 
 use serde::Serialize;
 
-pub use reference::{ReferenceSpec, is_placeholder};
+pub use reference::ReferenceSpec;
 pub use score::{Histogram, STRONG};
 
 use crate::checkpoint::Checkpoint;
@@ -28,7 +28,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::vocab::{TokenKind, Vocab};
-use crate::{Error, Result};
+use crate::Result;
 use pass::Analysis;
 use score::Direction;
 
@@ -228,23 +228,25 @@ pub fn run(
         None => roles.matrix(ckpt, Which::Head).ok(),
     };
     let embed = embed_t.map(|t| matrix(ckpt, t)).transpose()?;
-    let head = head_t.map(|t| matrix(ckpt, t)).transpose()?;
+    let mut head = head_t.map(|t| matrix(ckpt, t)).transpose()?;
     let tied = matches!((embed_t, head_t), (Some(e), Some(h)) if e.name == h.name);
-    let first = embed.or(head).expect("one matrix is chosen");
+    let mut notes = Vec::new();
     if let (Some(e), Some(h)) = (&embed, &head)
         && e.rows() != h.rows()
     {
-        return Err(Error::BadInput(format!(
-            "`{}` has {} rows but `{}` has {}: rank one with --matrix embed or --matrix head",
+        // Only when both were picked by default: one was not asked for.
+        notes.push(format!(
+            "`{}` has {} rows but `{}` has {}: the head is left out (score it alone with --matrix head)",
             e.name(),
             e.rows(),
             h.name(),
             h.rows()
-        )));
+        ));
+        head = None;
     }
+    let first = embed.or(head).expect("one matrix is chosen");
     let rows = first.rows();
     let reference = reference::resolve(&req.reference, vocab, rows, first.name())?;
-    let mut notes = Vec::new();
     if reference.ids.is_empty() {
         notes.push(match (&req.reference, vocab) {
             (ReferenceSpec::Auto, None) => "no tokenizer.json, so no reference rows: scores use the row norms only; give known-untrained ids with --reference".to_string(),

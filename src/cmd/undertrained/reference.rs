@@ -2,7 +2,7 @@
 //! with `--reference` as ids and ranges, or found automatically (reserved
 //! placeholder entries and rows no token reaches).
 
-use crate::vocab::Vocab;
+use crate::vocab::{Vocab, is_placeholder};
 use crate::{Error, Result};
 
 /// What `--reference` asked for.
@@ -65,15 +65,6 @@ pub(crate) struct Reference {
     pub placeholders: usize,
     /// How many are rows no token reaches (auto only).
     pub unreachable: usize,
-}
-
-/// Reserved placeholder entries, untrained by design: BERT's `[unused12]`,
-/// Llama 3's `<|reserved_special_token_3|>`, Gemma's `<unused5>`. T5's
-/// `<extra_id_N>` sentinels are not among them: span corruption trains them.
-pub fn is_placeholder(token: &str) -> bool {
-    (token.starts_with("[unused") && token.ends_with(']'))
-        || (token.starts_with("<unused") && token.ends_with('>'))
-        || (token.starts_with("<|reserved") && token.ends_with("|>"))
 }
 
 /// Resolves `spec` against a matrix of `rows` rows named `name`.
@@ -148,21 +139,6 @@ mod tests {
             let err = ReferenceSpec::parse(bad).unwrap_err().to_string();
             assert!(err.starts_with("--reference: "), "{err}");
             assert!(err.contains(needle), "{bad:?}: {err}");
-        }
-    }
-
-    #[test]
-    fn placeholders() {
-        for t in [
-            "[unused0]",
-            "[unused993]",
-            "<unused5>",
-            "<|reserved_special_token_250|>",
-        ] {
-            assert!(is_placeholder(t), "{t}");
-        }
-        for t in ["<extra_id_0>", "unused", "[UNK]", "<|begin_of_text|>", "##unused"] {
-            assert!(!is_placeholder(t), "{t}");
         }
     }
 

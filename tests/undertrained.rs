@@ -1,0 +1,263 @@
+//! `undertrained`: the planted untrained rows of `fixtures/untrained` rank
+//! first by every indicator, clean fixtures have no strong candidate,
+//! `--reference` is parsed strictly, and `check` points to the command.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::common::{embscope, fails, fixture, json, text};
+
+/// The planted untrained rows: the bytes 0xF8..=0xFB and ` Hello`.
+const PLANTED: [u64; 5] = [180, 181, 182, 183, 338];
+/// The reference rows: four reserved tokens, then two rows past the tokenizer.
+const REFERENCE: [u64; 6] = [339, 340, 341, 342, 343, 344];
+
+fn ids(v: &Value) -> Vec<u64> {
+    v["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| c["id"].as_u64().expect("id"))
+        .collect()
+}
+
+fn candidate(v: &Value, id: u64) -> &Value {
+    v["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no candidate {id} in {v}"))
+}
+
+fn untrained() -> BTreeSet<u64> {
+    PLANTED.iter().chain(&REFERENCE).copied().collect()
+}
+
+#[test]
+fn planted_rows_rank_first_by_every_indicator() {
+    let model = fixture("untrained");
+    for (matrix, indicators, component) in [
+        (None, vec!["head_cosine", "embed_distance"], true),
+        (Some("head"), vec!["head_cosine"], true),
+        (Some("embed"), vec!["embed_distance"], false),
+    ] {
+        let mut args = vec!["undertrained", &model, "--top", "12"];
+        if let Some(m) = matrix {
+            args.extend(["--matrix", m]);
+        }
+        let v = json(&args);
+        let ranked = ids(&v);
+        assert_eq!(ranked.len(), 12, "{matrix:?}");
+        let first: BTreeSet<u64> = ranked[..11].iter().copied().collect();
+        assert_eq!(first, untrained(), "{matrix:?}: {ranked:?}");
+        assert_eq!(v["strong"], 11, "{matrix:?}");
+        assert_eq!(v["strong_outside_reference"], 5, "{matrix:?}");
+        let strong: Vec<bool> = v["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["strong"].as_bool().unwrap())
+            .collect();
+        assert_eq!(strong, [vec![true; 11], vec![false]].concat());
+        assert_eq!(v["indicators"], serde_json::json!(indicators));
+        let passes = v["passes"].as_u64().unwrap();
+        let component_passes = v["component_passes"].as_u64().unwrap();
+        assert_eq!(component_passes > 0, component, "{matrix:?}");
+        let other_matrix = u64::from(matrix.is_none());
+        assert_eq!(passes, component_passes.max(1) + other_matrix, "{matrix:?}");
+    }
+}
+
+#[test]
+fn json_has_every_field() {
+    let v = json(&["undertrained", &fixture("untrained"), "--top", "12"]);
+    assert_eq!(v["embedding"], "model.embed_tokens.weight");
+    assert_eq!(v["head"], "lm_head.weight");
+    assert_eq!(v["rows"], 345);
+    assert_eq!(v["scored"], 345);
+    assert_eq!(v["threshold"], 5.0);
+    assert_eq!(
+        v["reference"],
+        serde_json::json!({"source": "auto", "rows": 6, "placeholders": 4, "unreachable": 2})
+    );
+    assert_eq!(v["histogram"]["counts"].as_array().unwrap().len(), 48);
+    let total: u64 = v["histogram"]["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 345);
+    assert!(v["notes"].as_array().unwrap().is_empty());
+    let c = candidate(&v, 339);
+    assert_eq!(c["token"], "<|reserved_special_token_0|>");
+    assert_eq!(c["kind"], "special");
+    assert_eq!(c["reference"], true);
+    assert_eq!(c["reachable"], true);
+    let c = candidate(&v, 180);
+    assert_eq!(c["token"], "<0xF8>");
+    assert_eq!(c["kind"], "byte");
+    assert_eq!(c["reference"], false);
+    assert_eq!(c["reachable"], Value::Null);
+    let c = candidate(&v, 344);
+    assert_eq!(c["token"], Value::Null);
+    assert_eq!(c["kind"], Value::Null);
+    assert_eq!(candidate(&v, 338)["kind"], "normal");
+    for c in v["candidates"].as_array().unwrap() {
+        for key in ["head_cosine", "head_norm", "embed_norm", "embed_distance"] {
+            assert!(c[key].as_f64().is_some(), "{key} in {c}");
+        }
+        assert!(c["score"].as_f64().is_some() && c["rank"].as_u64().is_some());
+    }
+    // Untrained rows: head cosine near 1, embedding rows small and close
+    // to the reference mean.
+    let c = candidate(&v, 181);
+    assert!(c["head_cosine"].as_f64().unwrap() > 0.8, "{c}");
+    assert!(c["embed_norm"].as_f64().unwrap() < 0.1, "{c}");
+    assert!(c["embed_distance"].as_f64().unwrap() < 0.05, "{c}");
+}
+
+#[test]
+fn clean_fixtures_have_no_strong_candidate() {
+    for model in ["llama-sharded", "gpt2-tied", "bert", "qwen-f16-tied"] {
+        let out = embscope()
+            .args(["--json", "undertrained", &fixture(model)])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{model}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["strong"], 0, "{model}: {}", v["candidates"][0]);
+        assert_eq!(v["reference"]["rows"], 0, "{model}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("note: no reference rows") && err.contains("row norms only"),
+            "{model}: {err}"
+        );
+    }
+}
+
+#[test]
+fn explicit_reference_ids() {
+    let v = json(&[
+        "undertrained",
+        &fixture("untrained"),
+        "--reference",
+        "180-183, 338",
+        "--top",
+        "11",
+    ]);
+    assert_eq!(v["reference"]["source"], "ids");
+    assert_eq!(v["reference"]["rows"], 5);
+    let first: BTreeSet<u64> = ids(&v).into_iter().collect();
+    assert_eq!(first, untrained());
+    assert_eq!(candidate(&v, 180)["reference"], true);
+    assert_eq!(candidate(&v, 339)["reference"], false);
+    assert_eq!(v["strong_outside_reference"], 6);
+}
+
+#[test]
+fn reference_errors_exit_2() {
+    let model = fixture("untrained");
+    for (value, needle) in [
+        ("x", "--reference: `x` is not a non-negative integer id"),
+        ("5-2", "--reference: range `5-2` runs backwards"),
+        ("1,,2", "--reference: empty item in `1,,2`"),
+        ("-1", "--reference: `-1` is not an id or a range"),
+        (
+            "3,345",
+            "--reference: id 345 is out of range: `model.embed_tokens.weight` has 345 rows (ids 0..=344)",
+        ),
+    ] {
+        fails(
+            &["undertrained", &model, &format!("--reference={value}")],
+            needle,
+        );
+    }
+    fails(
+        &["undertrained", &fixture("bert"), "--matrix", "head"],
+        "has no output head",
+    );
+}
+
+#[test]
+fn text_shows_the_chart_the_cut_and_the_table() {
+    let out = text(&["undertrained", "fixtures/untrained", "--top", "3"], 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "undertrained  embedding `model.embed_tokens.weight`, head `lm_head.weight`, 345 rows"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        lines[1],
+        "reference     6 rows (4 reserved placeholders, 2 rows no token reaches)"
+    );
+    let chart = lines
+        .iter()
+        .position(|l| l.starts_with("score of 345 rows"))
+        .expect("chart");
+    assert_eq!(lines[chart + 1].chars().count(), 48, "{out}");
+    assert!(
+        lines[chart + 2].trim_start().starts_with("^ strong from 5.0: 11 rows (5 outside the reference set)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rank   id  token") && out.contains("head cos") && out.contains("emb dist"),
+        "{out}"
+    );
+    assert_eq!(out.matches('*').count(), 4, "three strong rows and the legend: {out}");
+    let clean = text(&["undertrained", "fixtures/bert"], 0);
+    assert!(
+        clean.contains("no row reaches the strong threshold 5.0"),
+        "{clean}"
+    );
+}
+
+#[test]
+fn check_points_to_the_command() {
+    let run = |model: &str| {
+        let out = embscope()
+            .args(["--json", "check", &fixture(model)])
+            .output()
+            .expect("runs");
+        serde_json::from_slice::<Value>(&out.stdout).expect("one JSON document")
+    };
+    let v = run("untrained");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "undertrained-candidates")
+        .unwrap_or_else(|| panic!("no finding in {v}"));
+    assert_eq!(f["severity"], "info");
+    assert_eq!(f["evidence"]["rows"], 11);
+    assert_eq!(f["evidence"]["outside_reference"], 5);
+    assert_eq!(f["evidence"]["reference_rows"], 6);
+    let listed: BTreeSet<u64> = f["evidence"]["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(listed, untrained());
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("11 row(s) of `model.embed_tokens.weight` look untrained")
+            && message.contains("embscope undertrained"),
+        "{message}"
+    );
+    for clean in ["llama-sharded", "bert"] {
+        let v = run(clean);
+        assert!(
+            !v["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["code"] == "undertrained-candidates"),
+            "{clean}: {v}"
+        );
+    }
+}
