@@ -219,7 +219,7 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
         top: args.top,
         matrix: args.matrix.filter(|_| given),
         reference: ReferenceSpec::parse(&args.reference)?,
-        reachability: true,
+        reachability: !args.no_reachable,
         progress: !cli.global.quiet && !cli.global.no_progress,
     };
     let (ckpt, roles) = open(&args.model, cli)?;

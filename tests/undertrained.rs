@@ -201,14 +201,20 @@ fn text_shows_the_chart_the_cut_and_the_table() {
         .expect("chart");
     assert_eq!(lines[chart + 1].chars().count(), 48, "{out}");
     assert!(
-        lines[chart + 2].trim_start().starts_with("^ strong from 5.0: 11 rows (5 outside the reference set)"),
+        lines[chart + 2]
+            .trim_start()
+            .starts_with("^ strong from 5.0: 11 rows (5 outside the reference set)"),
         "{out}"
     );
     assert!(
         out.contains("rank   id  token") && out.contains("head cos") && out.contains("emb dist"),
         "{out}"
     );
-    assert_eq!(out.matches('*').count(), 4, "three strong rows and the legend: {out}");
+    assert_eq!(
+        out.matches('*').count(),
+        4,
+        "three strong rows and the legend: {out}"
+    );
     let clean = text(&["undertrained", "fixtures/bert"], 0);
     assert!(
         clean.contains("no row reaches the strong threshold 5.0"),

@@ -64,7 +64,11 @@ fn chart(r: &UndertrainedReport, style: &Style, out: &mut String) {
     let lo = format!("{:.2}", h.min);
     let hi = format!("{:.2}", h.max);
     let gap = width.saturating_sub(lo.len() + hi.len()).max(1);
-    let _ = writeln!(out, "{}", style.dim(&format!("{lo}{}{hi}", " ".repeat(gap))));
+    let _ = writeln!(
+        out,
+        "{}",
+        style.dim(&format!("{lo}{}{hi}", " ".repeat(gap)))
+    );
 }
 
 fn kind(k: Option<TokenKind>) -> &'static str {
@@ -173,7 +177,9 @@ impl Human for UndertrainedReport {
         let _ = writeln!(
             out,
             "{}",
-            style.dim("* strong candidate; ref: in the reference set; reach: its own text encodes to it")
+            style.dim(
+                "* strong candidate; ref: in the reference set; reach: its own text encodes to it"
+            )
         );
         out
     }

@@ -93,15 +93,17 @@ impl Vocab {
     /// The kind of `id`'s entry; `None` when the tokenizer has no entry.
     pub fn kind(&self, id: u32) -> Option<TokenKind> {
         let text = self.text(id)?;
-        Some(if self.is_special(id) || is_placeholder(&self.entry(id)?.token) {
-            TokenKind::Special
-        } else if text.lone_byte {
-            TokenKind::Byte
-        } else if std::str::from_utf8(&text.bytes).is_err() {
-            TokenKind::PartialUtf8
-        } else {
-            TokenKind::Normal
-        })
+        Some(
+            if self.is_special(id) || is_placeholder(&self.entry(id)?.token) {
+                TokenKind::Special
+            } else if text.lone_byte {
+                TokenKind::Byte
+            } else if std::str::from_utf8(&text.bytes).is_err() {
+                TokenKind::PartialUtf8
+            } else {
+                TokenKind::Normal
+            },
+        )
     }
 
     /// Whether encoding the text `id` stands for (without template tokens)
@@ -134,7 +136,13 @@ mod tests {
         ] {
             assert!(is_placeholder(t), "{t}");
         }
-        for t in ["<extra_id_0>", "unused", "[UNK]", "<|begin_of_text|>", "##unused"] {
+        for t in [
+            "<extra_id_0>",
+            "unused",
+            "[UNK]",
+            "<|begin_of_text|>",
+            "##unused",
+        ] {
             assert!(!is_placeholder(t), "{t}");
         }
     }

@@ -23,12 +23,12 @@ use serde::Serialize;
 pub use reference::ReferenceSpec;
 pub use score::{Histogram, STRONG};
 
+use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::vocab::{TokenKind, Vocab};
-use crate::Result;
 use pass::Analysis;
 use score::Direction;
 
@@ -144,7 +144,9 @@ fn mean_of(m: &Matrix, ids: &[u32]) -> Option<Vec<f32>> {
     for &id in ids {
         let row = m.row(id as usize);
         if row.iter().all(|x| x.is_finite()) {
-            sum.iter_mut().zip(&row).for_each(|(s, &x)| *s += f64::from(x));
+            sum.iter_mut()
+                .zip(&row)
+                .for_each(|(s, &x)| *s += f64::from(x));
             n += 1;
         }
     }

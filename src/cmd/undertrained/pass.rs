@@ -8,6 +8,7 @@
 //! into per-worker f64 vectors between blocks, so nothing the size of the
 //! matrix is ever allocated beyond three f32 per row.
 
+use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
@@ -51,20 +52,23 @@ struct Part {
     mtmv: Vec<f64>,
     finite: u64,
     buf: Vec<f32>,
+    row: Vec<f32>,
     acc_sum: Vec<f32>,
     acc_w: Vec<f32>,
 }
 
 impl Part {
-    fn new(cols: usize, power: bool) -> Part {
+    fn new(cols: usize, wants: Wants) -> Part {
+        let len = |on: bool| if on { cols } else { 0 };
         Part {
             blocks: Vec::new(),
-            sum: vec![0.0; cols],
-            mtmv: vec![0.0; if power { cols } else { 0 }],
+            sum: vec![0.0; len(wants.sum)],
+            mtmv: vec![0.0; len(wants.power)],
             finite: 0,
             buf: Vec::new(),
-            acc_sum: vec![0.0; cols],
-            acc_w: vec![0.0; if power { cols } else { 0 }],
+            row: Vec::new(),
+            acc_sum: vec![0.0; len(wants.sum)],
+            acc_w: vec![0.0; len(wants.power)],
         }
     }
 
@@ -92,9 +96,10 @@ struct Pass {
     finite: u64,
 }
 
-/// `(r·r, r·a, r·b)` accumulated in 16 f32 lanes.
+/// `(r·r, r·a, r·b)` accumulated in 32 f32 lanes.
+#[inline(always)]
 fn dot3(r: &[f32], a: &[f32], b: &[f32]) -> [f32; 3] {
-    const L: usize = 16;
+    const L: usize = 32;
     let (mut s0, mut s1, mut s2) = ([0f32; L], [0f32; L], [0f32; L]);
     let whole = r.len() / L * L;
     for ((rc, ac), bc) in r[..whole]
@@ -117,46 +122,167 @@ fn dot3(r: &[f32], a: &[f32], b: &[f32]) -> [f32; 3] {
     out
 }
 
+/// Rows ahead whose bytes are asked of memory before they are needed.
+const PREFETCH_ROWS: usize = 2;
+
+/// Asks for `bytes` to be brought into cache, one request per 64-byte line.
+#[inline(always)]
+fn prefetch(bytes: Option<&[u8]>) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(bytes) = bytes {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        for line in bytes.chunks(64) {
+            // SAFETY: prefetching is a hint; any address is allowed.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
+/// What a pass computes besides the per-row sums.
+#[derive(Clone, Copy)]
+struct Wants {
+    /// The sum of the rows.
+    sum: bool,
+    /// `Σ r (r·v)`.
+    power: bool,
+}
+
+/// One block: `raw` holds whole BF16 rows, decoded here one at a time (so
+/// the decoding shares the wide instructions and the row stays in L1);
+/// other dtypes are already decoded in `p.buf`. Pushes the block's per-row sums and adds into the accumulators.
+#[inline(always)]
+fn block_body(
+    p: &mut Part,
+    first: usize,
+    raw: Option<&[u8]>,
+    reference: &[f32],
+    v: &[f32],
+    wants: Wants,
+) {
+    let cols = reference.len();
+    p.acc_sum.fill(0.0);
+    p.acc_w.fill(0.0);
+    let n = raw.map_or(p.buf.len(), |raw| raw.len() / 2) / cols;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        // A BF16 row is decoded into a row buffer that stays in L1.
+        let r: &[f32] = match raw {
+            Some(raw) => {
+                prefetch(
+                    raw.get((i + PREFETCH_ROWS) * cols * 2..(i + PREFETCH_ROWS + 1) * cols * 2),
+                );
+                p.row.resize(cols, 0.0);
+                let bytes = &raw[i * cols * 2..(i + 1) * cols * 2];
+                for (o, b) in p.row.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *o = f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16);
+                }
+                &p.row
+            }
+            None => &p.buf[i * cols..(i + 1) * cols],
+        };
+        let d = dot3(r, reference, v);
+        if !d[0].is_finite() {
+            out.push([f32::NAN; 3]);
+            continue;
+        }
+        out.push(d);
+        p.finite += 1;
+        if wants.sum {
+            for (a, x) in p.acc_sum.iter_mut().zip(r) {
+                *a += x;
+            }
+        }
+        if wants.power {
+            for (a, x) in p.acc_w.iter_mut().zip(r) {
+                *a += d[2] * x;
+            }
+        }
+    }
+    for (s, a) in p.sum.iter_mut().zip(&p.acc_sum) {
+        *s += f64::from(*a);
+    }
+    for (s, a) in p.mtmv.iter_mut().zip(&p.acc_w) {
+        *s += f64::from(*a);
+    }
+    p.blocks.push((first, out));
+}
+
+/// [`block_body`] compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_avx512(
+    p: &mut Part,
+    first: usize,
+    raw: Option<&[u8]>,
+    reference: &[f32],
+    v: &[f32],
+    wants: Wants,
+) {
+    block_body(p, first, raw, reference, v, wants);
+}
+
+/// [`block_body`] on the widest instructions the CPU has: AVX-512 when
+/// `wide`, else the portable build.
+fn block(
+    wide: bool,
+    p: &mut Part,
+    first: usize,
+    raw: Option<&[u8]>,
+    reference: &[f32],
+    v: &[f32],
+    wants: Wants,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` is only true when the CPU has AVX-512F (see `pass`).
+        return unsafe { block_avx512(p, first, raw, reference, v, wants) };
+    }
+    let _ = wide;
+    block_body(p, first, raw, reference, v, wants);
+}
+
+/// Whether the AVX-512 build of the block work can run here.
+fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// One streaming pass: per-row sums against `reference` and `v` (zeros
-/// stand in for a missing one), the row sum, and `Σ r (r·v)` when `power`.
-fn pass(m: &Matrix, reference: &[f32], v: &[f32], power: bool, progress: &Progress) -> Pass {
+/// stand in for a missing one), and what `wants` asks.
+fn pass(m: &Matrix, reference: &[f32], v: &[f32], wants: Wants, progress: &Progress) -> Pass {
+    pass_with(has_avx512(), m, reference, v, wants, progress)
+}
+
+/// [`pass`] on the AVX-512 build or not, so tests can compare the two.
+fn pass_with(
+    wide: bool,
+    m: &Matrix,
+    reference: &[f32],
+    v: &[f32],
+    wants: Wants,
+    progress: &Progress,
+) -> Pass {
     let cols = m.cols();
     let row_bytes = m.row_len_bytes();
+    let bf16 = m.dtype() == Dtype::BF16;
     let mut part = search::scan(
         m,
         progress,
-        || Part::new(cols, power),
+        || Part::new(cols, wants),
         |p: &mut Part, first: usize, raw: &[u8]| {
-            let n = raw.len() / row_bytes;
-            p.buf.resize(n * cols, 0.0);
-            m.block_into(first..first + n, &mut p.buf);
-            p.acc_sum.fill(0.0);
-            p.acc_w.fill(0.0);
-            let mut out = Vec::with_capacity(n);
-            for r in p.buf.chunks_exact(cols) {
-                let d = dot3(r, reference, v);
-                if !d[0].is_finite() {
-                    out.push([f32::NAN; 3]);
-                    continue;
-                }
-                out.push(d);
-                p.finite += 1;
-                for (a, x) in p.acc_sum.iter_mut().zip(r) {
-                    *a += x;
-                }
-                if power {
-                    for (a, x) in p.acc_w.iter_mut().zip(r) {
-                        *a += d[2] * x;
-                    }
-                }
+            if !bf16 {
+                let n = raw.len() / row_bytes;
+                p.buf.resize(n * cols, 0.0);
+                m.block_into(first..first + n, &mut p.buf);
             }
-            for (s, a) in p.sum.iter_mut().zip(&p.acc_sum) {
-                *s += f64::from(*a);
-            }
-            for (s, a) in p.mtmv.iter_mut().zip(&p.acc_w) {
-                *s += f64::from(*a);
-            }
-            p.blocks.push((first, out));
+            block(wide, p, first, bf16.then_some(raw), reference, v, wants);
         },
         Part::merge,
     );
@@ -235,7 +361,11 @@ fn sample_start(m: &Matrix) -> Vec<f64> {
 /// Reads `m` once for per-row sums against `reference` (no component).
 pub(crate) fn sums(m: &Matrix, reference: Option<&[f32]>, progress: &Progress) -> Analysis {
     let zeros = vec![0.0; m.cols()];
-    let p = pass(m, reference.unwrap_or(&zeros), &zeros, false, progress);
+    let wants = Wants {
+        sum: false,
+        power: false,
+    };
+    let p = pass(m, reference.unwrap_or(&zeros), &zeros, wants, progress);
     Analysis {
         rows: p.rows,
         pc: None,
@@ -255,12 +385,20 @@ pub(crate) fn with_component(
     let cols = m.cols();
     let mut v = sample_start(m);
     let mut passes = 0;
+    // The mean of the rows, from the first pass.
+    let mut mean: Vec<f64> = Vec::new();
     loop {
         passes += 1;
         let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
-        let p = pass(m, reference, &v32, true, &progress(passes));
+        let wants = Wants {
+            sum: passes == 1,
+            power: true,
+        };
+        let p = pass(m, reference, &v32, wants, &progress(passes));
         let n = p.finite.max(1) as f64;
-        let mean: Vec<f64> = p.sum.iter().map(|s| s / n).collect();
+        if passes == 1 {
+            mean = p.sum.iter().map(|s| s / n).collect();
+        }
         let mv = dot(&mean, &v);
         // C v = Σ r (r·v) / n − μ (μ·v): the covariance times v.
         let w: Vec<f64> = (0..cols).map(|j| p.mtmv[j] / n - mean[j] * mv).collect();
@@ -316,6 +454,7 @@ mod tests {
         assert!(a.passes <= 2, "{} passes", a.passes);
         assert_eq!(a.rows.sq.len(), rows);
         let want = values[0] * values[0] + values[1] * values[1] + values[2] * values[2];
+        assert_eq!(a.rows.dot_ref, vec![0.0; rows]);
         assert!((a.rows.sq[0] - want).abs() < 1e-3);
         let dv = values[3] * pc[0] + values[4] * pc[1] + values[5] * pc[2];
         assert!((a.rows.dot_pc[1] - dv).abs() < 1e-4);
@@ -327,11 +466,68 @@ mod tests {
         let bytes = matrix(&values, 4, 2);
         let m = Matrix::new("t", &bytes, Dtype::F32, &[4, 2]).unwrap();
         let a = sums(&m, Some(&[1.0, 1.0]), &Progress::hidden());
+        let p = pass(
+            &m,
+            &[0.0; 2],
+            &[1.0, 0.0],
+            Wants {
+                sum: true,
+                power: true,
+            },
+            &Progress::hidden(),
+        );
+        assert_eq!(p.finite, 3);
+        assert_eq!(p.sum, vec![4.0, 6.0]);
+        assert_eq!(p.mtmv, vec![10.0, 14.0]);
         assert_eq!(a.rows.sq[0], 5.0);
         assert!(a.rows.sq[1].is_nan());
         assert_eq!(a.rows.dot_ref[2], 7.0);
         assert_eq!(a.rows.sq[3], 0.0);
         assert_eq!(a.passes, 1);
+    }
+
+    #[test]
+    fn wide_and_portable_builds_agree() {
+        // 70 rows of 100 BF16 values (several blocks of the scan would be
+        // needed for more; one block exercises both builds fully).
+        let (rows, cols) = (70, 100);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 256.0)
+            .collect();
+        let bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+            .collect();
+        let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+        let reference: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
+        let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
+        let wants = Wants {
+            sum: true,
+            power: true,
+        };
+        let portable = pass_with(false, &m, &reference, &v, wants, &Progress::hidden());
+        let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
+        assert!((portable.rows.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
+        if !has_avx512() {
+            return;
+        }
+        let wide = pass_with(true, &m, &reference, &v, wants, &Progress::hidden());
+        let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * a.abs().max(1.0);
+        for (x, y) in [
+            (&portable.rows.sq, &wide.rows.sq),
+            (&portable.rows.dot_ref, &wide.rows.dot_ref),
+            (&portable.rows.dot_pc, &wide.rows.dot_pc),
+        ] {
+            assert!(x.iter().zip(y).all(|(a, b)| close(*a, *b)));
+        }
+        for (x, y) in [(&portable.sum, &wide.sum), (&portable.mtmv, &wide.mtmv)] {
+            assert!(
+                x.iter()
+                    .zip(y)
+                    .all(|(a, b)| (a - b).abs() <= 1e-3 * a.abs().max(1.0))
+            );
+        }
+        assert_eq!(portable.finite, 70);
     }
 
     #[test]

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Times `embscope undertrained` on a Llama-3-shaped checkpoint next to a
+# plain streaming read of one of its matrices, and the budget the command
+# must stay within: (streaming passes + 1) x the plain read.
+#
+#   benches/undertrained.sh [MODEL_DIR] [RUNS]
+#
+# MODEL_DIR defaults to /work/bench-data/llama3 (make one with
+# `cargo run --release --example gen-fixtures -- --llama3 DIR`). Each run is
+# a fresh process with a warm page cache; reads and commands alternate, so
+# a busy machine slows both alike. The table shows medians of the wall time
+# and the largest RssAnon seen (polled every 10 ms), for the default run
+# (head and embedding), the same without the reachability test (which
+# builds the full tokenizer), the head alone and the embedding alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODEL=${1:-/work/bench-data/llama3}
+RUNS=${2:-5}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+cargo build --release --quiet
+EMB=$CARGO_TARGET_DIR/release/embscope
+KERNEL=$(cargo bench --bench kernel --no-run --message-format=json 2>/dev/null |
+    grep -o '"executable":"[^"]*/kernel-[^"]*"' | cut -d'"' -f4 | tail -1)
+# The shard holding the head, from the index (or the single file).
+if [ -f "$MODEL/model.safetensors.index.json" ]; then
+    SHARD=$MODEL/$(grep -o '"lm_head.weight": *"[^"]*"' "$MODEL/model.safetensors.index.json" |
+        sed 's/.*: *"\(.*\)"/\1/')
+else
+    SHARD=$MODEL/model.safetensors
+fi
+cat "$MODEL"/*.safetensors >/dev/null # warm the page cache
+
+median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+# Runs "$@", prints "wall_ms peak_rss_anon_kb".
+timed() {
+    local start end peak=0 rss
+    start=$(date +%s%N)
+    "$@" >/dev/null &
+    local pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        rss=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+        [ "${rss:-0}" -gt "$peak" ] && peak=$rss
+        sleep 0.01
+    done
+    wait "$pid"
+    end=$(date +%s%N)
+    echo "$(((end - start) / 1000000)) $peak"
+}
+
+printf '%-22s %7s %9s %7s %11s %7s %12s\n' run passes median-ms read-ms budget-ms ratio rss-anon-kb
+for mode in "" "--no-reachable" "--matrix head" "--matrix embed"; do
+    # shellcheck disable=SC2086 # $mode is zero, one or two words
+    passes=$("$EMB" --json -q undertrained "$MODEL" $mode --top 0 | grep -o '"passes": *[0-9]*' | grep -o '[0-9]*$')
+    reads=() runs=() peaks=()
+    for _ in $(seq "$RUNS"); do
+        reads+=("$("$KERNEL" read "$SHARD" lm_head.weight | sed 's/.* ms=\([0-9.]*\).*/\1/')")
+        # shellcheck disable=SC2086
+        read -r ms peak < <(timed "$EMB" -q --no-progress undertrained "$MODEL" $mode)
+        runs+=("$ms") peaks+=("$peak")
+    done
+    read_ms=$(printf '%s\n' "${reads[@]}" | median)
+    run_ms=$(printf '%s\n' "${runs[@]}" | median)
+    budget=$(awk -v r="$read_ms" -v p="$passes" 'BEGIN {printf "%.0f", r * (p + 1)}')
+    printf '%-22s %7s %9s %7.0f %11s %7.2f %12s\n' "${mode:-default}" "$passes" "$run_ms" \
+        "$read_ms" "$budget" "$(awk -v a="$run_ms" -v b="$budget" 'BEGIN {print a / b}')" \
+        "$(printf '%s\n' "${peaks[@]}" | sort -n | tail -1)"
+done
