@@ -147,13 +147,35 @@ fn prefetch(bytes: Option<&[u8]>) {
     let _ = bytes;
 }
 
-/// What a pass computes besides the per-row sums.
+/// What a pass computes besides `r·v` per row.
 #[derive(Clone, Copy)]
-struct Wants {
+struct Wants<'a> {
     /// The sum of the rows.
     sum: bool,
     /// `Σ r (r·v)`.
     power: bool,
+    /// `|r|²` of every row from an earlier pass: when given, `|r|²` and
+    /// `r·m` (which do not change between passes) are not computed again
+    /// (they read 0), and rows whose `|r|²` is not finite are left out.
+    known: Option<&'a [f32]>,
+}
+
+/// `r·b` accumulated in 32 f32 lanes.
+#[inline(always)]
+fn dot1<const FMA: bool>(r: &[f32], b: &[f32]) -> f32 {
+    const L: usize = 32;
+    let mut s = [0f32; L];
+    let whole = r.len() / L * L;
+    for (rc, bc) in r[..whole].chunks_exact(L).zip(b.chunks_exact(L)) {
+        for i in 0..L {
+            s[i] = madd::<FMA>(rc[i], bc[i], s[i]);
+        }
+    }
+    let mut out: f32 = s.iter().sum();
+    for j in whole..r.len() {
+        out += r[j] * b[j];
+    }
+    out
 }
 
 /// One block: `raw` holds whole BF16 rows, decoded here one at a time (so
@@ -166,7 +188,7 @@ fn block_body<const FMA: bool>(
     raw: Option<&[u8]>,
     reference: &[f32],
     v: &[f32],
-    wants: Wants,
+    wants: Wants<'_>,
 ) {
     let cols = reference.len();
     p.acc_sum.fill(0.0);
@@ -189,7 +211,11 @@ fn block_body<const FMA: bool>(
             }
             None => &p.buf[i * cols..(i + 1) * cols],
         };
-        let d = dot3::<FMA>(r, reference, v);
+        let d = match wants.known {
+            Some(sq) if sq[first + i].is_finite() => [0.0, 0.0, dot1::<FMA>(r, v)],
+            Some(_) => [f32::NAN; 3],
+            None => dot3::<FMA>(r, reference, v),
+        };
         if !d[0].is_finite() {
             out.push([f32::NAN; 3]);
             continue;
@@ -228,7 +254,7 @@ unsafe fn block_avx512(
     raw: Option<&[u8]>,
     reference: &[f32],
     v: &[f32],
-    wants: Wants,
+    wants: Wants<'_>,
 ) {
     block_body::<true>(p, first, raw, reference, v, wants);
 }
@@ -242,7 +268,7 @@ fn block(
     raw: Option<&[u8]>,
     reference: &[f32],
     v: &[f32],
-    wants: Wants,
+    wants: Wants<'_>,
 ) {
     #[cfg(target_arch = "x86_64")]
     if wide {
@@ -263,7 +289,7 @@ fn has_avx512() -> bool {
 
 /// One streaming pass: per-row sums against `reference` and `v` (zeros
 /// stand in for a missing one), and what `wants` asks.
-fn pass(m: &Matrix, reference: &[f32], v: &[f32], wants: Wants, progress: &Progress) -> Pass {
+fn pass(m: &Matrix, reference: &[f32], v: &[f32], wants: Wants<'_>, progress: &Progress) -> Pass {
     pass_with(has_avx512(), m, reference, v, wants, progress)
 }
 
@@ -273,7 +299,7 @@ fn pass_with(
     m: &Matrix,
     reference: &[f32],
     v: &[f32],
-    wants: Wants,
+    wants: Wants<'_>,
     progress: &Progress,
 ) -> Pass {
     let cols = m.cols();
@@ -371,6 +397,7 @@ pub(crate) fn sums(m: &Matrix, reference: Option<&[f32]>, progress: &Progress) -
     let wants = Wants {
         sum: false,
         power: false,
+        known: None,
     };
     let p = pass(m, reference.unwrap_or(&zeros), &zeros, wants, progress);
     Analysis {
@@ -392,19 +419,23 @@ pub(crate) fn with_component(
     let cols = m.cols();
     let mut v = sample_start(m);
     let mut passes = 0;
-    // The mean of the rows, from the first pass.
+    // The mean and the per-row `|r|²` and `r·m`, from the first pass.
     let mut mean: Vec<f64> = Vec::new();
+    let mut first = RowSums::default();
     loop {
         passes += 1;
         let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
         let wants = Wants {
             sum: passes == 1,
             power: true,
+            known: (passes > 1).then_some(first.sq.as_slice()),
         };
-        let p = pass(m, reference, &v32, wants, &progress(passes));
+        let mut p = pass(m, reference, &v32, wants, &progress(passes));
         let n = p.finite.max(1) as f64;
         if passes == 1 {
             mean = p.sum.iter().map(|s| s / n).collect();
+            first.sq = std::mem::take(&mut p.rows.sq);
+            first.dot_ref = std::mem::take(&mut p.rows.dot_ref);
         }
         let mv = dot(&mean, &v);
         // C v = Σ r (r·v) / n − μ (μ·v): the covariance times v.
@@ -415,8 +446,9 @@ pub(crate) fn with_component(
             None => true,
         };
         if done || passes >= MAX_PASSES {
+            first.dot_pc = p.rows.dot_pc;
             return Analysis {
-                rows: p.rows,
+                rows: first,
                 pc: Some(v32),
                 passes,
             };
@@ -480,12 +512,23 @@ mod tests {
             Wants {
                 sum: true,
                 power: true,
+                known: None,
             },
             &Progress::hidden(),
         );
         assert_eq!(p.finite, 3);
         assert_eq!(p.sum, vec![4.0, 6.0]);
         assert_eq!(p.mtmv, vec![10.0, 14.0]);
+        // A later pass takes the rows to leave out from the first.
+        let wants = Wants {
+            sum: false,
+            power: true,
+            known: Some(&a.rows.sq),
+        };
+        let later = pass(&m, &[0.0; 2], &[1.0, 0.0], wants, &Progress::hidden());
+        assert_eq!((later.finite, later.mtmv), (3, vec![10.0, 14.0]));
+        assert_eq!(later.rows.dot_pc[2], 3.0);
+        assert!(later.rows.dot_pc[1].is_nan());
         assert_eq!(a.rows.sq[0], 5.0);
         assert!(a.rows.sq[1].is_nan());
         assert_eq!(a.rows.dot_ref[2], 7.0);
@@ -511,6 +554,7 @@ mod tests {
         let wants = Wants {
             sum: true,
             power: true,
+            known: None,
         };
         let portable = pass_with(false, &m, &reference, &v, wants, &Progress::hidden());
         let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
