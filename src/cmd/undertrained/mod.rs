@@ -255,46 +255,26 @@ pub fn run(
             _ => "no reference rows (no reserved placeholder entries, and a token reaches every row): scores use the row norms only; give known-untrained ids with --reference".to_string(),
         });
     }
-    let bar = |name: &str, pass: usize| {
-        Progress::new(
+    let measured = std::thread::scope(|s| {
+        // The reachability test builds the full tokenizer (a fixed cost of
+        // about half a second for Llama 3's): build it alongside the passes.
+        if let Some(v) = vocab.filter(|_| req.reachability && req.top > 0) {
+            s.spawn(move || v.encode("", false).ok());
+        }
+        measure(
+            head.as_ref(),
+            embed.as_ref(),
+            tied,
+            &reference.ids,
             req.progress,
-            rows as u64,
-            &format!("undertrained: `{name}` pass {pass}"),
         )
-    };
-    let mut ind = Indicators::default();
-    let mut passes = 0;
-    let mut component_passes = 0;
-    if let Some(h) = &head {
-        let mean = mean_of(h, &reference.ids);
-        let a = match &mean {
-            Some(mean) => pass::with_component(h, mean, |k| bar(h.name(), k)),
-            None => pass::sums(h, None, &bar(h.name(), 1)),
-        };
-        passes += a.passes;
-        if a.pc.is_some() {
-            component_passes = a.passes;
-        }
-        if let Some(mean) = &mean {
-            ind.head_cosine = cosines(&a, mean);
-            if ind.head_cosine.is_none() {
-                notes.push(format!("the reference mean of `{}` lies along its first principal component: no cosine indicator", h.name()));
-            }
-        }
-        if tied {
-            ind.embed_norm = Some(norms(&a));
-            ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
-        } else {
-            ind.head_norm = Some(norms(&a));
-        }
-    }
-    if let Some(e) = embed.filter(|_| !tied) {
-        let mean = mean_of(&e, &reference.ids);
-        let a = pass::sums(&e, mean.as_deref(), &bar(e.name(), 1));
-        passes += a.passes;
-        ind.embed_norm = Some(norms(&a));
-        ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
-    }
+    });
+    let Measured {
+        ind,
+        passes,
+        component_passes,
+    } = measured;
+    notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
     let (indicators, zs) = scored_indicators(&ind);
     let scores = score::combine(&zs, rows);
     let histogram = score::histogram(&scores, BINS);
@@ -363,6 +343,72 @@ pub fn run(
         candidates,
         notes,
     })
+}
+
+/// The indicators and the passes that made them.
+struct Measured {
+    ind: Indicators,
+    passes: usize,
+    component_passes: usize,
+}
+
+/// Streams the matrices: the head with its principal component (when there
+/// are reference rows), the embedding once unless it is the tied head.
+fn measure(
+    head: Option<&Matrix>,
+    embed: Option<&Matrix>,
+    tied: bool,
+    reference: &[u32],
+    progress: bool,
+) -> Measured {
+    let bar = |m: &Matrix, pass: usize| {
+        Progress::new(
+            progress,
+            m.rows() as u64,
+            &format!("undertrained: `{}` pass {pass}", m.name()),
+        )
+    };
+    let mut ind = Indicators::default();
+    let (mut passes, mut component_passes) = (0, 0);
+    if let Some(h) = head {
+        let mean = mean_of(h, reference);
+        let a = match &mean {
+            Some(mean) => pass::with_component(h, mean, |k| bar(h, k)),
+            None => pass::sums(h, None, &bar(h, 1)),
+        };
+        passes += a.passes;
+        if a.pc.is_some() {
+            component_passes = a.passes;
+        }
+        ind.head_cosine = mean.as_ref().and_then(|m| cosines(&a, m));
+        if tied {
+            ind.embed_norm = Some(norms(&a));
+            ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
+        } else {
+            ind.head_norm = Some(norms(&a));
+        }
+    }
+    if let Some(e) = embed.filter(|_| !tied) {
+        let mean = mean_of(e, reference);
+        let a = pass::sums(e, mean.as_deref(), &bar(e, 1));
+        passes += a.passes;
+        ind.embed_norm = Some(norms(&a));
+        ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
+    }
+    Measured {
+        ind,
+        passes,
+        component_passes,
+    }
+}
+
+/// A note when the head has reference rows but no cosine indicator.
+fn measured_notes(head: Option<&Matrix>, ind: &Indicators, reference: &[u32]) -> Option<String> {
+    let h = head.filter(|_| !reference.is_empty() && ind.head_cosine.is_none())?;
+    Some(format!(
+        "the reference mean of `{}` lies along its first principal component (or its rows are not finite): no cosine indicator",
+        h.name()
+    ))
 }
 
 /// The indicators the score averages, with their z-scores: the head
