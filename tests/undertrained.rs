@@ -242,13 +242,13 @@ fn check_points_to_the_command() {
     assert_eq!(f["evidence"]["rows"], 11);
     assert_eq!(f["evidence"]["outside_reference"], 5);
     assert_eq!(f["evidence"]["reference_rows"], 6);
-    let listed: BTreeSet<u64> = f["evidence"]["ids"]
+    let listed: BTreeSet<u64> = f["evidence"]["ids_outside_reference"]
         .as_array()
         .unwrap()
         .iter()
         .map(|i| i["id"].as_u64().unwrap())
         .collect();
-    assert_eq!(listed, untrained());
+    assert_eq!(listed, PLANTED.into_iter().collect());
     let message = f["message"].as_str().unwrap();
     assert!(
         message.starts_with("11 row(s) of `model.embed_tokens.weight` look untrained")

@@ -15,7 +15,8 @@ use crate::roles::Which;
 pub(super) fn finding(s: &Subject) -> Option<Finding> {
     s.embedding?;
     let req = Request {
-        top: MAX_LISTED,
+        // Enough ranked rows to list strong ones outside the reference set.
+        top: 50 * MAX_LISTED,
         matrix: Some(Which::Embed),
         reference: ReferenceSpec::Auto,
         reachability: false,
@@ -30,26 +31,27 @@ pub(super) fn finding(s: &Subject) -> Option<Finding> {
     let ids: Vec<u32> = r
         .candidates
         .iter()
-        .filter(|c| c.strong)
+        .filter(|c| c.strong && !c.reference)
         .map(|c| c.id)
+        .take(MAX_LISTED)
         .collect();
     Some(Finding::new(
         Severity::Info,
         "undertrained-candidates",
         format!(
-            "{} row(s) of `{}` look untrained by the embedding indicators ({} outside the {} reference rows), e.g. {}; rank them with `embscope undertrained {}`",
+            "{} row(s) of `{}` look untrained by the embedding indicators ({} outside the {} reference rows, such as {}); rank them with `embscope undertrained {}`",
             r.strong,
             r.embedding.as_deref().unwrap_or_default(),
             r.strong_outside_reference,
             r.reference.rows,
-            ids_phrase(s.vocab, &ids, 4),
+            ids_phrase(s.vocab, &ids[..ids.len().min(4)], 4),
             s.ckpt.model
         ),
         json!({
             "tensor": r.embedding, "rows": r.strong,
             "outside_reference": r.strong_outside_reference,
             "reference_rows": r.reference.rows, "threshold": r.threshold,
-            "indicators": r.indicators, "ids": id_list(s.vocab, &ids),
+            "indicators": r.indicators, "ids_outside_reference": id_list(s.vocab, &ids),
         }),
     ))
 }
