@@ -52,7 +52,6 @@ struct Part {
     mtmv: Vec<f64>,
     finite: u64,
     buf: Vec<f32>,
-    row: Vec<f32>,
     acc_sum: Vec<f32>,
     acc_w: Vec<f32>,
 }
@@ -66,7 +65,6 @@ impl Part {
             mtmv: vec![0.0; len(wants.power)],
             finite: 0,
             buf: Vec::new(),
-            row: Vec::new(),
             acc_sum: vec![0.0; len(wants.sum)],
             acc_w: vec![0.0; len(wants.power)],
         }
@@ -103,17 +101,67 @@ fn madd<const FMA: bool>(x: f32, y: f32, acc: f32) -> f32 {
     if FMA { x.mul_add(y, acc) } else { x * y + acc }
 }
 
-/// `(r·r, r·a, r·b)` accumulated in 32 f32 lanes.
+/// f32 lanes per step of the row loops.
+const L: usize = 32;
+
+/// A row as the loops read it: f32 values, or BF16 bytes decoded a step
+/// at a time in registers (no decoded copy of the row is written).
+trait Row: Copy {
+    /// Number of values.
+    fn len(self) -> usize;
+    /// Values `k..k + L` (`k + L <= len`).
+    fn chunk(self, k: usize) -> [f32; L];
+    /// Value `j`.
+    fn at(self, j: usize) -> f32;
+}
+
+impl Row for &[f32] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[f32]>::len(self)
+    }
+    #[inline(always)]
+    fn chunk(self, k: usize) -> [f32; L] {
+        self[k..k + L].try_into().expect("L values")
+    }
+    #[inline(always)]
+    fn at(self, j: usize) -> f32 {
+        self[j]
+    }
+}
+
+/// A row of little-endian BF16 values.
+#[derive(Clone, Copy)]
+struct Bf16<'a>(&'a [u8]);
+
 #[inline(always)]
-fn dot3<const FMA: bool>(r: &[f32], a: &[f32], b: &[f32]) -> [f32; 3] {
-    const L: usize = 32;
+fn bf16(lo: u8, hi: u8) -> f32 {
+    f32::from_bits(u32::from(u16::from_le_bytes([lo, hi])) << 16)
+}
+
+impl Row for Bf16<'_> {
+    #[inline(always)]
+    fn len(self) -> usize {
+        self.0.len() / 2
+    }
+    #[inline(always)]
+    fn chunk(self, k: usize) -> [f32; L] {
+        let bytes: &[u8; 2 * L] = self.0[2 * k..2 * (k + L)].try_into().expect("2L bytes");
+        std::array::from_fn(|i| bf16(bytes[2 * i], bytes[2 * i + 1]))
+    }
+    #[inline(always)]
+    fn at(self, j: usize) -> f32 {
+        bf16(self.0[2 * j], self.0[2 * j + 1])
+    }
+}
+
+/// `(r·r, r·a, r·b)` accumulated in [`L`] f32 lanes.
+#[inline(always)]
+fn dot3<const FMA: bool>(r: impl Row, a: &[f32], b: &[f32]) -> [f32; 3] {
     let (mut s0, mut s1, mut s2) = ([0f32; L], [0f32; L], [0f32; L]);
     let whole = r.len() / L * L;
-    for ((rc, ac), bc) in r[..whole]
-        .chunks_exact(L)
-        .zip(a.chunks_exact(L))
-        .zip(b.chunks_exact(L))
-    {
+    for k in (0..whole).step_by(L) {
+        let (rc, ac, bc) = (r.chunk(k), a.chunk(k), b.chunk(k));
         for i in 0..L {
             s0[i] = madd::<FMA>(rc[i], rc[i], s0[i]);
             s1[i] = madd::<FMA>(rc[i], ac[i], s1[i]);
@@ -122,11 +170,75 @@ fn dot3<const FMA: bool>(r: &[f32], a: &[f32], b: &[f32]) -> [f32; 3] {
     }
     let mut out = [s0.iter().sum(), s1.iter().sum(), s2.iter().sum()];
     for j in whole..r.len() {
-        out[0] += r[j] * r[j];
-        out[1] += r[j] * a[j];
-        out[2] += r[j] * b[j];
+        let x = r.at(j);
+        out[0] += x * x;
+        out[1] += x * a[j];
+        out[2] += x * b[j];
     }
     out
+}
+
+/// `r·b` accumulated in [`L`] f32 lanes.
+#[inline(always)]
+fn dot1<const FMA: bool>(r: impl Row, b: &[f32]) -> f32 {
+    let mut s = [0f32; L];
+    let whole = r.len() / L * L;
+    for k in (0..whole).step_by(L) {
+        let (rc, bc) = (r.chunk(k), b.chunk(k));
+        for i in 0..L {
+            s[i] = madd::<FMA>(rc[i], bc[i], s[i]);
+        }
+    }
+    let mut out: f32 = s.iter().sum();
+    for j in whole..r.len() {
+        out += r.at(j) * b[j];
+    }
+    out
+}
+
+/// `acc += y · r`.
+#[inline(always)]
+fn axpy<const FMA: bool>(acc: &mut [f32], y: f32, r: impl Row) {
+    let whole = r.len() / L * L;
+    for k in (0..whole).step_by(L) {
+        let rc = r.chunk(k);
+        let ac: &mut [f32; L] = (&mut acc[k..k + L]).try_into().expect("L values");
+        for i in 0..L {
+            ac[i] = madd::<FMA>(y, rc[i], ac[i]);
+        }
+    }
+    for j in whole..r.len() {
+        acc[j] = madd::<FMA>(y, r.at(j), acc[j]);
+    }
+}
+
+/// The work on one row: its sums (or only `r·v` when `known`), and its
+/// share of the row sum and of `Σ r (r·v)`. `None` for a non-finite row.
+#[inline(always)]
+fn row_work<const FMA: bool>(
+    r: impl Row,
+    known: Option<f32>,
+    reference: &[f32],
+    v: &[f32],
+    wants: Wants<'_>,
+    acc_sum: &mut [f32],
+    acc_w: &mut [f32],
+) -> Option<[f32; 3]> {
+    let d = match known {
+        Some(sq) if sq.is_finite() => [0.0, 0.0, dot1::<FMA>(r, v)],
+        Some(_) => return None,
+        None => dot3::<FMA>(r, reference, v),
+    };
+    if !d[0].is_finite() {
+        return None;
+    }
+    if wants.sum {
+        axpy::<FMA>(acc_sum, 1.0, r);
+    }
+    if wants.power {
+        axpy::<FMA>(acc_w, d[2], r);
+    }
+    Some(d)
 }
 
 /// Rows ahead whose bytes are asked of memory before they are needed.
@@ -160,27 +272,9 @@ struct Wants<'a> {
     known: Option<&'a [f32]>,
 }
 
-/// `r·b` accumulated in 32 f32 lanes.
-#[inline(always)]
-fn dot1<const FMA: bool>(r: &[f32], b: &[f32]) -> f32 {
-    const L: usize = 32;
-    let mut s = [0f32; L];
-    let whole = r.len() / L * L;
-    for (rc, bc) in r[..whole].chunks_exact(L).zip(b.chunks_exact(L)) {
-        for i in 0..L {
-            s[i] = madd::<FMA>(rc[i], bc[i], s[i]);
-        }
-    }
-    let mut out: f32 = s.iter().sum();
-    for j in whole..r.len() {
-        out += r[j] * b[j];
-    }
-    out
-}
-
-/// One block: `raw` holds whole BF16 rows, decoded here one at a time (so
-/// the decoding shares the wide instructions and the row stays in L1);
-/// other dtypes are already decoded in `p.buf`. Pushes the block's per-row sums and adds into the accumulators.
+/// One block: `raw` holds whole BF16 rows, read in place (decoded in
+/// registers, so the decoding shares the wide instructions); other dtypes
+/// are already decoded in `p.buf`. Pushes the block's per-row sums and adds into the accumulators.
 #[inline(always)]
 fn block_body<const FMA: bool>(
     p: &mut Part,
@@ -196,41 +290,26 @@ fn block_body<const FMA: bool>(
     let n = raw.map_or(p.buf.len(), |raw| raw.len() / 2) / cols;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        // A BF16 row is decoded into a row buffer that stays in L1.
-        let r: &[f32] = match raw {
+        let known = wants.known.map(|sq| sq[first + i]);
+        let (acc_sum, acc_w) = (&mut p.acc_sum, &mut p.acc_w);
+        let d = match raw {
             Some(raw) => {
-                prefetch(
-                    raw.get((i + PREFETCH_ROWS) * cols * 2..(i + PREFETCH_ROWS + 1) * cols * 2),
-                );
-                p.row.resize(cols, 0.0);
-                let bytes = &raw[i * cols * 2..(i + 1) * cols * 2];
-                for (o, b) in p.row.iter_mut().zip(bytes.chunks_exact(2)) {
-                    *o = f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16);
-                }
-                &p.row
+                let bytes = |i: usize| raw.get(i * cols * 2..(i + 1) * cols * 2);
+                prefetch(bytes(i + PREFETCH_ROWS));
+                let r = Bf16(bytes(i).expect("whole rows"));
+                row_work::<FMA>(r, known, reference, v, wants, acc_sum, acc_w)
             }
-            None => &p.buf[i * cols..(i + 1) * cols],
+            None => {
+                let r = &p.buf[i * cols..(i + 1) * cols];
+                row_work::<FMA>(r, known, reference, v, wants, acc_sum, acc_w)
+            }
         };
-        let d = match wants.known {
-            Some(sq) if sq[first + i].is_finite() => [0.0, 0.0, dot1::<FMA>(r, v)],
-            Some(_) => [f32::NAN; 3],
-            None => dot3::<FMA>(r, reference, v),
-        };
-        if !d[0].is_finite() {
-            out.push([f32::NAN; 3]);
-            continue;
-        }
-        out.push(d);
-        p.finite += 1;
-        if wants.sum {
-            for (a, x) in p.acc_sum.iter_mut().zip(r) {
-                *a += x;
+        match d {
+            Some(d) => {
+                out.push(d);
+                p.finite += 1;
             }
-        }
-        if wants.power {
-            for (a, x) in p.acc_w.iter_mut().zip(r) {
-                *a = madd::<FMA>(d[2], *x, *a);
-            }
+            None => out.push([f32::NAN; 3]),
         }
     }
     for (s, a) in p.sum.iter_mut().zip(&p.acc_sum) {
@@ -586,8 +665,17 @@ mod tests {
         let r: Vec<f32> = (0..37).map(|i| i as f32).collect();
         let ones = vec![1.0; 37];
         let twos = vec![2.0; 37];
-        let d = dot3::<false>(&r, &ones, &twos);
-        assert_eq!(d, dot3::<true>(&r, &ones, &twos));
+        let d = dot3::<false>(r.as_slice(), &ones, &twos);
+        assert_eq!(d, dot3::<true>(r.as_slice(), &ones, &twos));
         assert_eq!(d, [(0..37).map(|i| (i * i) as f32).sum(), 666.0, 1332.0]);
+        assert_eq!(dot1::<false>(r.as_slice(), &twos), 1332.0);
+        let bytes: Vec<u8> = r
+            .iter()
+            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+            .collect();
+        assert_eq!(dot3::<false>(Bf16(&bytes), &ones, &twos), d);
+        let mut acc = vec![1.0; 37];
+        axpy::<false>(&mut acc, 2.0, Bf16(&bytes));
+        assert_eq!((acc[0], acc[36]), (1.0, 73.0));
     }
 }
