@@ -190,8 +190,8 @@ fn dot1<const FMA: bool>(r: impl Row, b: &[f32]) -> f32 {
         }
     }
     let mut out: f32 = s.iter().sum();
-    for j in whole..r.len() {
-        out += r.at(j) * b[j];
+    for (j, y) in b.iter().enumerate().skip(whole) {
+        out += r.at(j) * y;
     }
     out
 }
@@ -207,8 +207,8 @@ fn axpy<const FMA: bool>(acc: &mut [f32], y: f32, r: impl Row) {
             ac[i] = madd::<FMA>(y, rc[i], ac[i]);
         }
     }
-    for j in whole..r.len() {
-        acc[j] = madd::<FMA>(y, r.at(j), acc[j]);
+    for (j, a) in acc.iter_mut().enumerate().skip(whole) {
+        *a = madd::<FMA>(y, r.at(j), *a);
     }
 }
 
