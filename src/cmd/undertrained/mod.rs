@@ -14,6 +14,7 @@
 //! embedding distance with a reference set, the norms without one. Rows are
 //! ranked by it; a row is a strong candidate at [`score::STRONG`] or more.
 
+mod kernel;
 mod pass;
 mod reference;
 mod score;
