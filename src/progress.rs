@@ -31,8 +31,10 @@ impl Progress {
     /// and stderr is a terminal, and then only after about half a second.
     pub fn new(enabled: bool, total_rows: u64, label: &str) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total_rows), ProgressDrawTarget::hidden());
+        // The label takes the width the rest leaves and is cut to it, so the
+        // line never wraps, however long the label or narrow the terminal.
         let style = ProgressStyle::with_template(
-            "{msg} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows ({eta})",
+            "{wide_msg} [{elapsed_precise}] {bar:20} {human_pos}/{human_len} rows ({eta})",
         )
         .expect("valid template");
         bar.set_style(style);

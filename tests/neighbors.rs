@@ -230,9 +230,9 @@ fn filters_cut_special_and_non_letter_rows() {
 fn head_matrix_untied_and_tied() {
     let embed = json(&["neighbors", &fixture("llama-sharded"), "#100", "-k", "5"]);
     let head = json(&[
+        "neighbors",
         "--matrix",
         "head",
-        "neighbors",
         &fixture("llama-sharded"),
         "#100",
         "-k",
@@ -241,9 +241,9 @@ fn head_matrix_untied_and_tied() {
     assert_eq!(head["matrix"], "lm_head.weight");
     assert_ne!(ids(&embed["queries"][0]), ids(&head["queries"][0]));
     let tied = json(&[
+        "neighbors",
         "--matrix",
         "head",
-        "neighbors",
         &fixture("gpt2-tied"),
         "#100",
         "-k",

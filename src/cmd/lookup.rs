@@ -36,6 +36,8 @@ pub struct LookupReport {
     pub dtype: String,
     /// Its shape.
     pub shape: [usize; 2],
+    /// Whether a tokenizer named the rows (`token` is null on every row without one).
+    pub tokenizer: bool,
     /// One entry per requested row, in request order.
     pub rows: Vec<Row>,
 }
@@ -84,6 +86,7 @@ pub fn run(
         role: which,
         dtype: t.dtype.to_string(),
         shape: [m.rows(), m.cols()],
+        tokenizer: vocab.is_some(),
         rows,
     })
 }
