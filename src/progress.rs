@@ -169,7 +169,8 @@ mod tests {
             let shown = line
                 .split("rows (0s) ")
                 .nth(1)
-                .expect("label after the counts");
+                .expect("label after the counts")
+                .trim_end();
             match width {
                 80 => assert_eq!(shown, "checking model.lan"),
                 _ => assert_eq!(shown, label),
