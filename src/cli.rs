@@ -140,10 +140,10 @@ pub struct SizeArgs {
     /// Model directory, .safetensors file, index file or Hub id.
     pub model: String,
     /// What if the vocabulary had N rows.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
     pub vocab: Option<u64>,
     /// What if the hidden size were N (changes the vocabulary layers only).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
     pub hidden: Option<u64>,
     /// What if every floating-point tensor were stored as D (bf16, f16, f32, f8_e4m3 ...).
     #[arg(long, value_name = "D")]
@@ -223,7 +223,9 @@ pub struct NeighborsArgs {
         long = "top",
         alias = "k",
         value_name = "N",
-        default_value_t = 10
+        default_value_t = 10,
+        allow_negative_numbers = true,
+        value_parser = usage::at_least_one::<usize>
     )]
     pub k: usize,
     /// Similarity.

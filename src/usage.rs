@@ -20,11 +20,11 @@ pub fn row_id(s: &str) -> Result<u64, String> {
     })
 }
 
-/// Parses a size: an integer of at least 1.
-pub fn at_least_one(s: &str) -> Result<u64, String> {
+/// Parses a count or size: an integer of at least 1 that fits `T`.
+pub fn at_least_one<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
+        Ok(n) => T::try_from(n).map_err(|_| format!("{n} is too large")),
         Err(_) if s.parse::<i128>().is_ok() => Err("must be at least 1".into()),
         Err(_) => Err("expected a positive integer".into()),
     }
@@ -110,11 +110,12 @@ mod tests {
         assert_eq!(row_id("42"), Ok(42));
         assert_eq!(row_id("-1").unwrap_err(), "ids are non-negative integers");
         assert_eq!(row_id("x").unwrap_err(), "expected a non-negative integer");
-        assert_eq!(at_least_one("1"), Ok(1));
-        assert_eq!(at_least_one("0").unwrap_err(), "must be at least 1");
-        assert_eq!(at_least_one("-5").unwrap_err(), "must be at least 1");
+        assert_eq!(at_least_one::<u64>("1"), Ok(1));
+        assert_eq!(at_least_one::<u64>("0").unwrap_err(), "must be at least 1");
+        assert_eq!(at_least_one::<u64>("-5").unwrap_err(), "must be at least 1");
+        assert_eq!(at_least_one::<u8>("300").unwrap_err(), "300 is too large");
         assert_eq!(
-            at_least_one("5x").unwrap_err(),
+            at_least_one::<u64>("5x").unwrap_err(),
             "expected a positive integer"
         );
     }

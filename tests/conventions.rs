@@ -94,7 +94,7 @@ fn lookup_output_format_follows_the_file_extension() {
 }
 
 #[test]
-fn size_refuses_zero_and_negative_what_ifs() {
+fn sizes_and_counts_refuse_zero_and_negative() {
     for (flag, value) in [
         ("--vocab", "0"),
         ("--hidden", "0"),
@@ -103,6 +103,13 @@ fn size_refuses_zero_and_negative_what_ifs() {
     ] {
         let err = fails(&["size", LLAMA, flag, value], "must be at least 1");
         assert!(err.contains(flag), "{err}");
+        assert!(!err.contains("-- "), "wrong tip: {err}");
+    }
+    for value in ["0", "-1"] {
+        let err = fails(
+            &["neighbors", LLAMA, "Paris", "-k", value],
+            "for '--top <N>': must be at least 1",
+        );
         assert!(!err.contains("-- "), "wrong tip: {err}");
     }
 }
