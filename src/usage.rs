@@ -70,10 +70,14 @@ fn command_of(args: &[String]) -> String {
     }
 }
 
-/// When MODEL cannot be opened but one of the later positional arguments is
-/// an existing path, the user most likely swapped them: the message saying
-/// so, for `command` whose usage is `embscope command MODEL rest`.
+/// When MODEL cannot be opened, is no path at all, and one of the later
+/// positional arguments is an existing path, the user most likely swapped
+/// them: the message saying so, for `command` whose usage is
+/// `embscope command MODEL rest`.
 pub fn swapped_model(command: &str, model: &str, later: &[String], rest: &str) -> Option<String> {
+    if Path::new(model).exists() {
+        return None;
+    }
     let found = later.iter().find(|q| Path::new(q).exists())?;
     Some(format!(
         "`{model}` is not a model and `{found}` is; MODEL comes first: embscope {command} MODEL {rest}"
@@ -159,5 +163,8 @@ mod tests {
             swapped_model("neighbors", "m", &["king".into()], "QUERY..."),
             None
         );
+        // A model that exists but does not open keeps its own error.
+        let later = [here.clone()];
+        assert_eq!(swapped_model("neighbors", &here, &later, "Q"), None);
     }
 }
