@@ -352,7 +352,7 @@ fn bad_queries() {
     );
     fails(
         &["neighbors", &llama, "king", "-k", "0"],
-        "-k must be at least 1",
+        "for '--top <N>': must be at least 1",
     );
     fails(&["neighbors", &llama], "no query");
     fails(&["neighbors", &llama, "#341"], "id 341 is out of range");
