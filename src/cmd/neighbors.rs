@@ -259,7 +259,9 @@ fn own_ids(terms: &[Term]) -> Vec<u32> {
 }
 
 /// Splits `king - man + woman` into signed terms. Operators need spaces
-/// around them, so `e-mail` and `C++` stay single terms.
+/// around them, so `e-mail` and `C++` stay single terms. A query typed
+/// with a leading space (`" king"`) keeps it on its first term, which then
+/// asks for the leading-space entry (see [`Vocab::resolve_word`]).
 pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
     let mut terms = Vec::new();
     let mut sign = 1i8;
@@ -273,6 +275,10 @@ pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
             } else if after_operator {
                 return Err(Error::BadInput(format!(
                     "expression `{expr}`: operator `{w}` follows another operator"
+                )));
+            } else {
+                return Err(Error::BadInput(format!(
+                    "expression `{expr}` starts with an operator; for the entry `{w}` write `={w}`"
                 )));
             }
             sign = if w == "-" { -1 } else { 1 };
@@ -290,6 +296,9 @@ pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
         }));
     }
     terms.push((sign, current.join(" ")));
+    if expr.starts_with(' ') {
+        terms[0].1.insert(0, ' ');
+    }
     Ok(terms)
 }
 
@@ -362,16 +371,19 @@ fn term_id(
     word: &str,
     notes: &mut Vec<String>,
 ) -> Result<u64> {
-    if let Some(num) = row_id(word) {
-        // Digits only: parsing fails on overflow alone.
-        return num
-            .parse::<u64>()
-            .map_err(|_| Error::BadInput(format!("`{word}` is not a row id: more than 64 bits")));
+    if let Some(id) = row_id(word) {
+        return id;
     }
     let v = need_vocab(ckpt, vocab, &format!("query `{word}`"), "query rows as #ID")?;
-    if let Some((id, raw)) = v.resolve_word(word) {
-        if raw != word {
-            notes.push(format!("`{word}`: using entry `{raw}` (#{id})"));
+    if let Some(found) = v.resolve_word(word) {
+        let id = found.id;
+        if let Some((piece, raw)) = &found.piece {
+            notes.push(format!(
+                "{word:?} resolved to {:?} (#{id}, the word); for the piece {raw:?} (#{piece}) write \"={word}\"",
+                found.raw
+            ));
+        } else if found.raw != word && !word.starts_with('=') {
+            notes.push(format!("{word:?} resolved to {:?} (#{id})", found.raw));
         }
         return Ok(u64::from(id));
     }
@@ -392,10 +404,18 @@ fn term_id(
     Err(unknown_token(v, word))
 }
 
-/// The digits of a `#ID` term.
-fn row_id(word: &str) -> Option<&str> {
-    word.strip_prefix('#')
-        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+/// The row of a `#ID` term, `None` for other terms.
+fn row_id(word: &str) -> Option<Result<u64>> {
+    let digits = word.strip_prefix('#')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Err(Error::BadInput(format!(
+            "#ID takes a non-negative integer, got {word:?}; for the vocabulary entry write \"={word}\""
+        ))));
+    }
+    // Digits only: parsing fails on overflow alone.
+    Some(digits.parse::<u64>().map_err(|_| {
+        Error::BadInput(format!("`{word}` is not a row id: more than 64 bits"))
+    }))
 }
 
 /// The candidate mask for `--filter`, or `None` when every row is a candidate.
@@ -440,8 +460,12 @@ mod tests {
         );
         assert_eq!(ok("e-mail"), [(1, "e-mail".to_string())]);
         assert_eq!(ok("C++"), [(1, "C++".to_string())]);
-        assert_eq!(ok("- man"), [(-1, "man".to_string())]);
-        for bad in ["", "   ", "king -", "king + + man"] {
+        assert_eq!(ok(" king"), [(1, " king".to_string())]);
+        assert_eq!(
+            ok(" king  -  man"),
+            [(1, " king".into()), (-1, "man".into())]
+        );
+        for bad in ["", "   ", "king -", "king + + man", "- man", "+ man", "-"] {
             assert!(parse_expression(bad).is_err(), "{bad:?}");
         }
     }
