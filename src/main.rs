@@ -51,8 +51,19 @@ fn main() -> ExitCode {
     }
 }
 
-fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
+/// Opens MODEL and prints on stderr the notes on how it was resolved.
+fn open_checkpoint(model: &str, cli: &Cli) -> Result<Checkpoint, Stop> {
     let ckpt = Checkpoint::open(model, &cli.global.revision)?;
+    if !cli.global.quiet {
+        for note in &ckpt.sources.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    Ok(ckpt)
+}
+
+fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
+    let ckpt = open_checkpoint(model, cli)?;
     let roles = Roles::resolve(&ckpt);
     Ok((ckpt, roles))
 }
@@ -222,7 +233,7 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             filter,
             sort,
         } => {
-            let ckpt = Checkpoint::open(model, &cli.global.revision)?;
+            let ckpt = open_checkpoint(model, cli)?;
             let report = cmd::tensors::run(&ckpt, filter.as_deref(), *sort)?;
             render::emit(&report, json, &style)?;
         }

@@ -413,9 +413,11 @@ fn row_id(word: &str) -> Option<Result<u64>> {
         ))));
     }
     // Digits only: parsing fails on overflow alone.
-    Some(digits.parse::<u64>().map_err(|_| {
-        Error::BadInput(format!("`{word}` is not a row id: more than 64 bits"))
-    }))
+    Some(
+        digits
+            .parse::<u64>()
+            .map_err(|_| Error::BadInput(format!("`{word}` is not a row id: more than 64 bits"))),
+    )
 }
 
 /// The candidate mask for `--filter`, or `None` when every row is a candidate.

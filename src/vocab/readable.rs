@@ -310,13 +310,30 @@ mod tests {
 
     #[test]
     fn unescape_inverts_escape() {
-        for text in ["plain", "a\nb", "\\n", "\"", "\\", "\u{7}\t\r\0", "\u{2028}", "é ▁"] {
+        for text in [
+            "plain",
+            "a\nb",
+            "\\n",
+            "\"",
+            "\\",
+            "\u{7}\t\r\0",
+            "\u{2028}",
+            "é ▁",
+        ] {
             let mut escaped = String::new();
             escape_into(&mut escaped, text);
             assert_eq!(unescape(&escaped).as_deref(), Some(text), "{escaped:?}");
         }
         assert_eq!(unescape("\\'x").as_deref(), Some("'x"));
-        for bad in ["\\", "a\\q", "\\u", "\\u{}", "\\u{110000}", "\\u{1234567}", "\\u{7"] {
+        for bad in [
+            "\\",
+            "a\\q",
+            "\\u",
+            "\\u{}",
+            "\\u{110000}",
+            "\\u{1234567}",
+            "\\u{7",
+        ] {
             assert_eq!(unescape(bad), None, "{bad:?}");
         }
     }

@@ -199,7 +199,11 @@ fn word_and_piece_dirs() -> [tempfile::TempDir; 3] {
 fn bare_word_takes_the_word_and_names_the_piece() {
     let [bl, sp, wp] = word_and_piece_dirs();
     let (bl, sp, wp) = (load(bl.path()), load(sp.path()), load(wp.path()));
-    type Case<'a> = (&'a Vocab, &'a str, Option<(u32, &'a str, Option<(u32, &'a str)>)>);
+    type Case<'a> = (
+        &'a Vocab,
+        &'a str,
+        Option<(u32, &'a str, Option<(u32, &'a str)>)>,
+    );
     let cases: &[Case] = &[
         (&bl, "king", Some((9, "Ġking", Some((7, "king"))))),
         (&bl, " king", Some((9, "Ġking", None))),
@@ -655,7 +659,14 @@ fn every_printed_token_reads_back() {
     let v = load(tricky.path());
     let printed: Vec<String> = (0..9).filter_map(|id| v.readable(id)).collect();
     let want = [
-        "\\\\", "n", "\\\\n", "\\n", "\\\"", " \\\"", " \\\\", "<0x41>",
+        "\\\\",
+        "n",
+        "\\\\n",
+        "\\n",
+        "\\\"",
+        " \\\"",
+        " \\\\",
+        "<0x41>",
         "a \\\"quoted\\\"\\ttab",
     ];
     assert_eq!(printed, want);
