@@ -11,3 +11,4 @@ mod neighbors;
 mod regenerate;
 mod size;
 mod tensors;
+mod trust;
