@@ -107,10 +107,6 @@ pub struct Vocab {
     decls: Vec<SpecialDecl>,
     config_added: Vec<(u32, String)>,
     tokenizer: OnceLock<std::result::Result<Tokenizer, String>>,
-    /// ASCII bytes whose SentencePiece byte entry (`<0x41>`) prints as
-    /// `<0x41>` because another entry already prints as the char (`A`);
-    /// found on the first byte entry printed.
-    shadowed_bytes: OnceLock<[bool; 128]>,
 }
 
 impl fmt::Debug for Vocab {
@@ -228,7 +224,6 @@ impl Vocab {
             decls,
             config_added,
             tokenizer: OnceLock::new(),
-            shadowed_bytes: OnceLock::new(),
         };
         let declared: Vec<u32> = vocab
             .decls
@@ -278,42 +273,23 @@ impl Vocab {
     /// The human form of `id` on one line: byte-level chars turned back to
     /// text, `▁` as a space, `<0x0A>` as the char it stands for (unless
     /// another entry prints as that char), control characters, `\` and `"`
-    /// escaped (`\n`, `\u{7}`, `\\`, `\"`); WordPiece `##` kept. Distinct
-    /// entries print distinctly, and [`Vocab::entry_id`] reads every form
-    /// back.
+    /// escaped (`\n`, `\u{7}`, `\\`, `\"`); WordPiece `##` kept. So that
+    /// entries print apart, and [`Vocab::entry_id`] reads every form back.
     pub fn readable(&self, id: u32) -> Option<String> {
         let e = self.entry(id)?;
         if let (TokenStyle::Metaspace { .. }, false, Some(b)) =
             (&self.style, e.added, readable::byte_fallback(&e.token))
-            && self.shadowed_bytes().get(usize::from(b)) == Some(&true)
+            && b.is_ascii()
         {
-            return Some(e.token.clone());
+            // Another entry printing as the char: a model entry stored as
+            // the char (`A`, `▁` for a space) or an added token.
+            let text = char::from(b).to_string();
+            let raw = readable::to_raw(&text, &self.style);
+            if self.id(&raw).or_else(|| self.id(&text)).is_some() {
+                return Some(e.token.clone());
+            }
         }
         Some(readable::readable(&e.token, &self.style, e.added))
-    }
-
-    /// See the `shadowed_bytes` field: one pass over the short entries.
-    fn shadowed_bytes(&self) -> &[bool; 128] {
-        self.shadowed_bytes.get_or_init(|| {
-            let printed: foldhash::HashMap<String, u8> = (0..128u8)
-                .map(|b| {
-                    let raw = format!("<0x{b:02X}>");
-                    (readable::readable(&raw, &self.style, false), b)
-                })
-                .collect();
-            let mut shadowed = [false; 128];
-            for e in &self.entries {
-                // A printed char is at most `\u{7f}`: 7 bytes.
-                if e.token.len() > 8 || (!e.added && readable::byte_fallback(&e.token).is_some()) {
-                    continue;
-                }
-                let form = readable::readable(&e.token, &self.style, e.added);
-                if let Some(&b) = printed.get(&form) {
-                    shadowed[usize::from(b)] = true;
-                }
-            }
-            shadowed
-        })
     }
 
     /// The id of an exact raw entry (model vocab or added token).
