@@ -10,7 +10,7 @@ use std::process::Output;
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, json, text};
+use crate::common::{embscope, fails, fixture, fixture_copy, json, text};
 
 /// Runs `embscope --json ARGS`, expects exit 0; returns stdout parsed and stderr.
 fn json_and_notes(args: &[&str]) -> (Value, String) {
@@ -78,6 +78,28 @@ fn bare_word_takes_the_word_and_notes_the_piece() {
     let (v, err) = json_and_notes(&["neighbors", &fixture("bert"), "king", "=##ing", "-k", "1"]);
     assert_eq!(query_ids(&v), [vec![5], vec![30]]);
     assert!(!err.contains("the word"), "{err}");
+}
+
+#[test]
+fn an_equals_word_is_exact_and_names_an_entry_spelled_with_equals() {
+    // Entry 339 (`ki`) renamed `==`: `==` asks for `=`, `===` for `==`.
+    let tmp = fixture_copy("pieces-byte-level");
+    let tok = tmp.path().join("tokenizer.json");
+    let json_text = std::fs::read_to_string(&tok).unwrap();
+    std::fs::write(&tok, json_text.replace("\"ki\": 339", "\"==\": 339")).unwrap();
+    let m = tmp.path().display().to_string();
+    let (v, err) = json_and_notes(&["neighbors", &m, "==", "===", "-k", "1"]);
+    assert_eq!(query_ids(&v), [vec![28], vec![339]]);
+    assert!(
+        err.contains(
+            "note: \"==\" is the entry \"=\" (#28); for the entry \"==\" (#339) write \"===\""
+        ),
+        "{err}"
+    );
+    fails(
+        &["neighbors", &fixture("bert"), "=King"],
+        "token `King` is not in the vocabulary",
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::search::{self, Hit, Metric};
-use crate::vocab::Vocab;
+use crate::vocab::{Vocab, WordMatch};
 use crate::{Error, Result};
 
 /// Rows a result may come from (`--filter`).
@@ -376,16 +376,11 @@ fn term_id(
     }
     let v = need_vocab(ckpt, vocab, &format!("query `{word}`"), "query rows as #ID")?;
     if let Some(found) = v.resolve_word(word) {
-        let id = found.id;
-        if let Some((piece, raw)) = &found.piece {
-            notes.push(format!(
-                "{word:?} resolved to {:?} (#{id}, the word); for the piece {raw:?} (#{piece}) write \"={word}\"",
-                found.raw
-            ));
-        } else if found.raw != word && !word.starts_with('=') {
-            notes.push(format!("{word:?} resolved to {:?} (#{id})", found.raw));
-        }
-        return Ok(u64::from(id));
+        notes.extend(resolution_note(v, word, &found));
+        return Ok(u64::from(found.id));
+    }
+    if let Some(exact) = word.strip_prefix('=').filter(|e| !e.is_empty()) {
+        return Err(unknown_token(v, exact));
     }
     // Not one entry: say what it is made of, when the tokenizer can tell.
     if let Ok(ids) = v.encode(word, false)
@@ -402,6 +397,24 @@ fn term_id(
         )));
     }
     Err(unknown_token(v, word))
+}
+
+/// The note on how `word` resolved, when it was not taken as written or
+/// another entry could be meant: the piece a bare word passed over, or
+/// the entry `==` itself when `==` asked for the entry `=`.
+fn resolution_note(v: &Vocab, word: &str, found: &WordMatch) -> Option<String> {
+    let (id, raw) = (found.id, &found.raw);
+    if let Some((piece, piece_raw)) = &found.piece {
+        return Some(format!(
+            "{word:?} resolved to {raw:?} (#{id}, the word); for the piece {piece_raw:?} (#{piece}) write \"={word}\""
+        ));
+    }
+    if word.starts_with('=') {
+        return v.entry_id(word).filter(|&other| other != id).map(|other| {
+            format!("{word:?} is the entry {raw:?} (#{id}); for the entry {word:?} (#{other}) write \"={word}\"")
+        });
+    }
+    (raw != word).then(|| format!("{word:?} resolved to {raw:?} (#{id})"))
 }
 
 /// The row of a `#ID` term, `None` for other terms.

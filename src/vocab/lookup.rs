@@ -41,13 +41,14 @@ impl Vocab {
         )
     }
 
-    /// Raw candidates for `form` with the leading-space marker.
-    fn spaced(&self, form: &str) -> Vec<String> {
+    /// The raw form of `form` with the leading-space marker (WordPiece and
+    /// plain vocabularies have none: the bare form).
+    fn spaced(&self, form: &str) -> String {
         let bare = form.trim_start_matches(' ');
         if self.marks_space() {
-            vec![readable::to_raw(&format!(" {bare}"), &self.style)]
+            readable::to_raw(&format!(" {bare}"), &self.style)
         } else {
-            vec![bare.to_string()]
+            bare.to_string()
         }
     }
 
@@ -56,12 +57,20 @@ impl Vocab {
         vec![readable::to_raw(form, &self.style), form.to_string()]
     }
 
-    /// The first candidate that is an entry, with its raw form.
+    /// The first candidate that is an entry, with its raw form; each
+    /// distinct candidate is looked up once.
     fn first_entry(&self, candidates: Vec<String>) -> Option<(u32, String)> {
-        candidates
-            .into_iter()
-            .filter(|raw| !raw.is_empty())
-            .find_map(|raw| self.id(&raw).map(|id| (id, raw)))
+        let mut tried: Vec<&str> = Vec::with_capacity(candidates.len());
+        for raw in &candidates {
+            if raw.is_empty() || tried.contains(&raw.as_str()) {
+                continue;
+            }
+            tried.push(raw);
+            if let Some(id) = self.id(raw) {
+                return Some((id, raw.clone()));
+            }
+        }
+        None
     }
 
     /// The id of an entry given as embscope prints it (` king`, `\n`,
@@ -79,7 +88,6 @@ impl Vocab {
             candidates.push(text);
         }
         candidates.push(token.to_string());
-        candidates.dedup();
         self.first_entry(candidates).map(|(id, _)| id)
     }
 
@@ -105,7 +113,7 @@ impl Vocab {
         }
         let forms = self.cased_forms(word);
         if word.starts_with(' ') {
-            let candidates = forms.iter().flat_map(|f| self.spaced(f)).collect();
+            let candidates = forms.iter().map(|f| self.spaced(f)).collect();
             return self.first_entry(candidates).map(|(id, raw)| WordMatch {
                 id,
                 raw,
@@ -121,7 +129,7 @@ impl Vocab {
                     piece: None,
                 });
             }
-            match self.first_entry(self.spaced(form)) {
+            match self.first_entry(vec![self.spaced(form)]) {
                 Some((id, raw)) => Some(WordMatch {
                     id,
                     raw,
@@ -157,7 +165,7 @@ impl Vocab {
         };
         for form in &cased {
             for f in self.cased_forms(form) {
-                for raw in self.spaced(&f).into_iter().chain(self.exact(&f)) {
+                for raw in std::iter::once(self.spaced(&f)).chain(self.exact(&f)) {
                     if let Some(id) = self.id(&raw) {
                         push(&mut out, id, &raw);
                     }
