@@ -296,7 +296,8 @@ pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
         }));
     }
     terms.push((sign, current.join(" ")));
-    if expr.starts_with(' ') {
+    // `#ID` and `=entry` name their row themselves.
+    if expr.starts_with(' ') && !terms[0].1.starts_with(['#', '=']) {
         terms[0].1.insert(0, ' ');
     }
     Ok(terms)
@@ -476,6 +477,7 @@ mod tests {
         assert_eq!(ok("e-mail"), [(1, "e-mail".to_string())]);
         assert_eq!(ok("C++"), [(1, "C++".to_string())]);
         assert_eq!(ok(" king"), [(1, " king".to_string())]);
+        assert_eq!(ok(" #5"), [(1, "#5".to_string())]);
         assert_eq!(
             ok(" king  -  man"),
             [(1, " king".into()), (-1, "man".into())]
