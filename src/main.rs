@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use embscope::checkpoint::Checkpoint;
+use embscope::checkpoint::locate::locate;
 use embscope::cli::{CheckArgs, Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::progress::Progress;
@@ -51,15 +52,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// Opens MODEL and prints on stderr the notes on how it was resolved.
+/// Opens MODEL, first printing on stderr the notes on how it was located.
 fn open_checkpoint(model: &str, cli: &Cli) -> Result<Checkpoint, Stop> {
-    let ckpt = Checkpoint::open(model, &cli.global.revision)?;
+    let sources = locate(model, &cli.global.revision)?;
     if !cli.global.quiet {
-        for note in &ckpt.sources.notes {
+        for note in &sources.notes {
             eprintln!("note: {note}");
         }
     }
-    Ok(ckpt)
+    Ok(Checkpoint::open_located(model, sources)?)
 }
 
 fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {

@@ -146,6 +146,25 @@ fn a_shard_opens_its_indexed_checkpoint() {
     assert!(out.status.success());
     assert!(out.stderr.is_empty());
     assert!(String::from_utf8_lossy(&out.stdout).contains("lm_head.weight"));
+    // An index that cannot be opened is an error, after the note says why
+    // it was read at all.
+    let out = embscope()
+        .args([
+            "info",
+            &fixture("broken/missing-shard/model-00001-of-00002.safetensors"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with("note: model-00001-of-00002.safetensors is a shard of"));
+    assert!(
+        lines[1].starts_with("embscope: ")
+            && lines[1]
+                .contains("names shard `model-00002-of-00002.safetensors`, which does not exist")
+    );
     // A shard without its index opens alone, without a note.
     let tmp = tempfile::tempdir().unwrap();
     let alone = tmp.path().join("model-00001-of-00002.safetensors");
