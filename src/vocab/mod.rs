@@ -470,3 +470,5 @@ mod tokenizer_files;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_words;
