@@ -165,7 +165,8 @@ pub struct LookupArgs {
     /// Row ids, e.g. `--id 0 42 9906`.
     #[arg(long, num_args = 1.., value_name = "N", allow_negative_numbers = true, value_parser = usage::row_id)]
     pub id: Vec<u64>,
-    /// Exact vocabulary entries, as stored (e.g. `Ġking` for byte-level BPE).
+    /// Exact vocabulary entries, as printed (` king`, `\n`, `\"`) or as
+    /// stored (`Ġking` for byte-level BPE).
     #[arg(long, num_args = 1.., value_name = "STR")]
     pub token: Vec<String>,
     /// A text to tokenize: one row per token.
@@ -207,8 +208,12 @@ pub enum Format {
 pub struct NeighborsArgs {
     /// Model directory, .safetensors file, index file or Hub id.
     pub model: String,
-    /// Queries: a vocabulary entry (`Paris`; the leading-space form is tried
-    /// too), `#ID`, or terms joined by ` + ` and ` - ` (`"king - man + woman"`).
+    /// Queries: a word, `#ID`, or terms joined by ` + ` and ` - `
+    /// (`"king - man + woman"`). A word `king` means the word in running
+    /// text: the leading-space entry (`Ġking`, `▁king`) when the vocabulary
+    /// has one, else the exact entry; a note names the other. `' king'`
+    /// (leading space) takes only the leading-space entry, `=king` exactly
+    /// the entry after `=` (as printed or stored: `=Ġking`, `=##ing`, `=#`).
     #[arg(value_name = "QUERY")]
     pub queries: Vec<String>,
     /// A text whose token rows are averaged into one query (repeatable).

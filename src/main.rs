@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use embscope::checkpoint::Checkpoint;
+use embscope::checkpoint::locate::locate;
 use embscope::cli::{CheckArgs, Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::progress::Progress;
@@ -79,14 +80,21 @@ fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
     Ok((ckpt, roles))
 }
 
-/// Opens MODEL at `--revision` (`main` by default), noting when a
-/// revision was given for a path, where it means nothing.
+/// Opens MODEL at `--revision` (`main` by default), first printing on
+/// stderr the notes on how it was located, and noting when a revision was
+/// given for a path, where it means nothing.
 fn open_checkpoint(model: &str, cli: &Cli) -> Result<Checkpoint, Stop> {
     let revision = cli.global.revision.as_deref();
     if revision.is_some() && std::path::Path::new(model).exists() && !cli.global.quiet {
         eprintln!("note: --revision applies to Hub ids only; ignored for {model}");
     }
-    Ok(Checkpoint::open(model, revision.unwrap_or("main"))?)
+    let sources = locate(model, revision.unwrap_or("main"))?;
+    if !cli.global.quiet {
+        for note in &sources.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    Ok(Checkpoint::open_located(model, sources)?)
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {

@@ -12,3 +12,4 @@ mod neighbors;
 mod regenerate;
 mod size;
 mod tensors;
+mod trust;

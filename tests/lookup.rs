@@ -220,7 +220,7 @@ fn bad_lookups() {
         "--text needs a tokenizer",
     );
     fails(
-        &["lookup", &fixture("bert"), "--text", "  "],
+        &["lookup", &fixture("bert"), "--text", ""],
         "--text is empty",
     );
     let out = embscope()
