@@ -4,9 +4,11 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
 
 use crate::cmd::neighbors::Filter;
 use crate::roles::Which;
+use crate::usage;
 
 /// Inspect the vocabulary layers (input embedding and LM head) of a
 /// language-model checkpoint, straight from its safetensors files.
@@ -25,24 +27,40 @@ pub struct Cli {
     pub global: Global,
 }
 
-/// Options every command takes.
+/// Options every command takes, listed under their own help heading.
 #[derive(Debug, Args)]
 pub struct Global {
     /// Print one JSON document on stdout instead of text.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
-    /// The matrix to work on; `head` of a tied model is the embedding.
-    #[arg(long, global = true, value_enum, default_value_t = Which::Embed)]
-    pub matrix: Which,
     /// Print no notes or progress on stderr, only results and errors.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub quiet: bool,
     /// Never draw a progress bar.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_progress: bool,
-    /// Revision of a Hub id in the local cache (branch, tag or commit).
-    #[arg(long, global = true, default_value = "main", value_name = "REV")]
-    pub revision: String,
+    /// When to colour text output; `auto` colours a terminal unless
+    /// NO_COLOR is set or CLICOLOR=0, and CLICOLOR_FORCE=1 colours a pipe.
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Revision of a Hub id in the local cache (branch, tag or commit);
+    /// `main` when not given. Ignored, with a note, for a path.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "REV")]
+    pub revision: Option<String>,
+}
+
+/// The help heading of [`Global`] options.
+const GLOBAL: &str = "Global options";
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour a terminal, as the environment allows.
+    Auto,
+    /// Always colour, even into a pipe or file.
+    Always,
+    /// Never colour.
+    Never,
 }
 
 /// The commands.
@@ -96,6 +114,15 @@ pub enum Command {
     /// and the embedding distance's z-scores (of the norms' without reference
     /// rows). A row scoring 5 or more is a strong candidate.
     Undertrained(UndertrainedArgs),
+    /// Print a shell completion script on stdout, e.g.
+    /// `embscope completions bash > ~/.local/share/bash-completion/completions/embscope`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff) on stdout, e.g. `embscope man > embscope.1`.
+    Man,
 }
 
 /// Arguments of `undertrained`.
@@ -155,10 +182,10 @@ pub struct SizeArgs {
     /// Model directory, .safetensors file, index file or Hub id.
     pub model: String,
     /// What if the vocabulary had N rows.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
     pub vocab: Option<u64>,
     /// What if the hidden size were N (changes the vocabulary layers only).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
     pub hidden: Option<u64>,
     /// What if every floating-point tensor were stored as D (bf16, f16, f32, f8_e4m3 ...).
     #[arg(long, value_name = "D")]
@@ -178,9 +205,10 @@ pub struct LookupArgs {
     /// Model directory, .safetensors file, index file or Hub id.
     pub model: String,
     /// Row ids, e.g. `--id 0 42 9906`.
-    #[arg(long, num_args = 1.., value_name = "N")]
+    #[arg(long, num_args = 1.., value_name = "N", allow_negative_numbers = true, value_parser = usage::row_id)]
     pub id: Vec<u64>,
-    /// Exact vocabulary entries, as stored (e.g. `Ġking` for byte-level BPE).
+    /// Exact vocabulary entries, as printed (` king`, `\n`, `\"`) or as
+    /// stored (`Ġking` for byte-level BPE).
     #[arg(long, num_args = 1.., value_name = "STR")]
     pub token: Vec<String>,
     /// A text to tokenize: one row per token.
@@ -192,12 +220,16 @@ pub struct LookupArgs {
     /// Print every value, not the first eight.
     #[arg(long)]
     pub full: bool,
-    /// Output format; `npy` writes a [n, d] float32 array and needs -o.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// Output format [default: from the -o extension (.json, .csv, .npy),
+    /// else table]; `npy` writes a [n, d] float32 array and needs -o.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Write to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The matrix to read; `head` of a tied model is the embedding.
+    #[arg(long, value_enum, default_value_t = Which::Embed)]
+    pub matrix: Which,
 }
 
 /// Output format of `lookup`.
@@ -218,8 +250,12 @@ pub enum Format {
 pub struct NeighborsArgs {
     /// Model directory, .safetensors file, index file or Hub id.
     pub model: String,
-    /// Queries: a vocabulary entry (`Paris`; the leading-space form is tried
-    /// too), `#ID`, or terms joined by ` + ` and ` - ` (`"king - man + woman"`).
+    /// Queries: a word, `#ID`, or terms joined by ` + ` and ` - `
+    /// (`"king - man + woman"`). A word `king` means the word in running
+    /// text: the leading-space entry (`Ġking`, `▁king`) when the vocabulary
+    /// has one, else the exact entry; a note names the other. `' king'`
+    /// (leading space) takes only the leading-space entry, `=king` exactly
+    /// the entry after `=` (as printed or stored: `=Ġking`, `=##ing`, `=#`).
     #[arg(value_name = "QUERY")]
     pub queries: Vec<String>,
     /// A text whose token rows are averaged into one query (repeatable).
@@ -229,7 +265,15 @@ pub struct NeighborsArgs {
     #[arg(long, value_name = "FILE")]
     pub batch: Option<PathBuf>,
     /// Results per query.
-    #[arg(short, long, default_value_t = 10)]
+    #[arg(
+        short = 'k',
+        long = "top",
+        alias = "k",
+        value_name = "N",
+        default_value_t = 10,
+        allow_negative_numbers = true,
+        value_parser = usage::at_least_one::<usize>
+    )]
     pub k: usize,
     /// Similarity.
     #[arg(long, value_enum, default_value_t = MetricArg::Cosine)]
@@ -240,6 +284,9 @@ pub struct NeighborsArgs {
     /// Cut noise from the results (comma-separated or repeated).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub filter: Vec<Filter>,
+    /// The matrix to search; `head` of a tied model is the embedding.
+    #[arg(long, value_enum, default_value_t = Which::Embed)]
+    pub matrix: Which,
 }
 
 /// `--metric`.

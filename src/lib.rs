@@ -17,6 +17,7 @@ pub mod progress;
 pub mod render;
 pub mod roles;
 pub mod search;
+pub mod usage;
 pub mod vocab;
 
 pub use error::{Error, Result};

@@ -8,11 +8,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use embscope::checkpoint::Checkpoint;
+use embscope::checkpoint::locate::locate;
 use embscope::cli::{CheckArgs, Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::progress::Progress;
 use embscope::render::{self, Style};
 use embscope::roles::Roles;
+use embscope::usage;
 use embscope::vocab::Vocab;
 
 /// Why a run stopped early.
@@ -36,7 +38,20 @@ impl From<io::Error> for Stop {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match usage::one_line(&e, &cli_args()) {
+            Some(line) => {
+                eprintln!("embscope: {line}");
+                return ExitCode::from(2);
+            }
+            // Help and version: clap prints them and knows the exit code.
+            None => {
+                let _ = e.print();
+                return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+            }
+        },
+    };
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(Stop::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -51,10 +66,35 @@ fn main() -> ExitCode {
     }
 }
 
+/// The command line after the program name, lossily as text.
+fn cli_args() -> Vec<String> {
+    std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
 fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
-    let ckpt = Checkpoint::open(model, &cli.global.revision)?;
+    let ckpt = open_checkpoint(model, cli)?;
     let roles = Roles::resolve(&ckpt);
     Ok((ckpt, roles))
+}
+
+/// Opens MODEL at `--revision` (`main` by default), first printing on
+/// stderr the notes on how it was located, and noting when a revision was
+/// given for a path, where it means nothing.
+fn open_checkpoint(model: &str, cli: &Cli) -> Result<Checkpoint, Stop> {
+    let revision = cli.global.revision.as_deref();
+    if revision.is_some() && std::path::Path::new(model).exists() && !cli.global.quiet {
+        eprintln!("note: --revision applies to Hub ids only; ignored for {model}");
+    }
+    let sources = locate(model, revision.unwrap_or("main"))?;
+    if !cli.global.quiet {
+        for note in &sources.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    Ok(Checkpoint::open_located(model, sources)?)
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
@@ -77,18 +117,14 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     } else {
         Query::Ids(args.id.clone())
     };
-    let format = if cli.global.json {
-        Format::Json
-    } else {
-        args.format
-    };
+    let out = args.output.as_deref();
+    let format = render::output::lookup_format(cli.global.json, args.format, out)?;
     // Rows by id into a .npy file carry no token strings: no tokenizer needed.
     let vocab = match (&query, format) {
         (Query::Ids(_), Format::Npy) => None,
         _ => load_vocab(&ckpt)?,
     };
-    let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), cli.global.matrix, &query)?;
-    let out = args.output.as_deref();
+    let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), args.matrix, &query)?;
     let bytes = match format {
         Format::Npy => {
             let path = out.ok_or_else(|| {
@@ -105,7 +141,7 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
             let style = if out.is_some() {
                 Style::plain()
             } else {
-                Style::detect()
+                Style::detect(cli.global.color)
             };
             render::lookup::lookup_table(&report, args.full, &style).into_bytes()
         }
@@ -124,7 +160,13 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
 fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
     use embscope::cmd::neighbors::{self, QuerySpec, Request};
     use embscope::search::Metric;
-    let (ckpt, roles) = open(&args.model, cli)?;
+    let (ckpt, roles) = open(&args.model, cli).map_err(|e| match e {
+        Stop::Error(e) => Stop::Error(
+            usage::swapped_model("neighbors", &args.model, &args.queries, "QUERY...")
+                .map_or(e, embscope::Error::BadInput),
+        ),
+        other => other,
+    })?;
     let mut queries: Vec<QuerySpec> = args.queries.iter().cloned().map(QuerySpec::Expr).collect();
     queries.extend(args.text.iter().cloned().map(QuerySpec::Text));
     if let Some(path) = &args.batch {
@@ -141,7 +183,7 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
         filters: args.filter.clone(),
         progress: !cli.global.quiet && !cli.global.no_progress,
     };
-    let which = cli.global.matrix;
+    let which = args.matrix;
     let report = if req.needs_vocab() {
         let vocab = load_vocab(&ckpt)?;
         neighbors::run(&ckpt, &roles, vocab.as_ref(), which, &req)?
@@ -166,7 +208,7 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
             eprintln!("note: {note}");
         }
     }
-    render::emit(&report, cli.global.json, &Style::detect())?;
+    render::emit(&report, cli.global.json, &Style::detect(cli.global.color))?;
     Ok(())
 }
 
@@ -174,7 +216,7 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
 fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
     use embscope::cli::FailOn;
     use embscope::cmd::check::{Check, Severity, ValuePass};
-    let (json, style) = (cli.global.json, Style::detect());
+    let (json, style) = (cli.global.json, Style::detect(cli.global.color));
     let (ckpt, mut roles) = open(&args.model, cli)?;
     roles.compare_head(&ckpt);
     let pass = ValuePass::new(&ckpt, &roles);
@@ -209,15 +251,9 @@ fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
 
 fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(), Stop> {
     use embscope::cmd::undertrained::{self, ReferenceSpec, Request};
-    // While `--matrix` is also a global option with a default, that default
-    // reaches `args.matrix`: only a `--matrix` on the command line counts.
-    let given = std::env::args_os().any(|a| {
-        let a = a.to_string_lossy();
-        a == "--matrix" || a.starts_with("--matrix=")
-    });
     let req = Request {
         top: args.top,
-        matrix: args.matrix.filter(|_| given),
+        matrix: args.matrix,
         reference: ReferenceSpec::parse(&args.reference)?,
         reachability: !args.no_reachable,
         progress: !cli.global.quiet && !cli.global.no_progress,
@@ -230,12 +266,12 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
             eprintln!("note: {note}");
         }
     }
-    render::emit(&report, cli.global.json, &Style::detect())?;
+    render::emit(&report, cli.global.json, &Style::detect(cli.global.color))?;
     Ok(())
 }
 
 fn run(cli: &Cli) -> Result<u8, Stop> {
-    let style = Style::detect();
+    let style = Style::detect(cli.global.color);
     let json = cli.global.json;
     match &cli.command {
         Command::Info { model } => {
@@ -249,9 +285,19 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
             filter,
             sort,
         } => {
-            let ckpt = Checkpoint::open(model, &cli.global.revision)?;
+            let ckpt = open_checkpoint(model, cli)?;
             let report = cmd::tensors::run(&ckpt, filter.as_deref(), *sort)?;
             render::emit(&report, json, &style)?;
+            // Like grep: a filter that matches nothing exits 1.
+            if let (Some(glob), 0) = (filter, report.count) {
+                if !cli.global.quiet {
+                    eprintln!(
+                        "embscope: no tensor matches \"{glob}\" ({})",
+                        render::plural(report.total, "tensor")
+                    );
+                }
+                return Ok(1);
+            }
         }
         Command::Size(args) => {
             let (ckpt, roles) = open(&args.model, cli)?;
@@ -261,6 +307,8 @@ fn run(cli: &Cli) -> Result<u8, Stop> {
         Command::Neighbors(args) => neighbors(cli, args)?,
         Command::Check(args) => return check(cli, args),
         Command::Undertrained(args) => undertrained(cli, args)?,
+        Command::Completions { shell } => render::stdout(&usage::completions(*shell))?,
+        Command::Man => render::stdout(&usage::man_page()?)?,
     }
     Ok(0)
 }

@@ -31,8 +31,10 @@ impl Progress {
     /// and stderr is a terminal, and then only after about half a second.
     pub fn new(enabled: bool, total_rows: u64, label: &str) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total_rows), ProgressDrawTarget::hidden());
+        // The label comes last and is cut to the width the rest leaves, so
+        // the line never wraps, however long the label or narrow the terminal.
         let style = ProgressStyle::with_template(
-            "{msg} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows ({eta})",
+            "[{elapsed_precise}] {bar:24} {human_pos}/{human_len} rows ({eta}) {wide_msg}",
         )
         .expect("valid template");
         bar.set_style(style);
@@ -102,5 +104,77 @@ mod tests {
         assert!(p.bar.is_hidden());
         p.finish();
         Progress::hidden().inc(1);
+    }
+
+    /// A terminal of a given width that keeps what is written to it.
+    #[derive(Debug)]
+    struct Screen {
+        width: u16,
+        text: std::sync::Arc<std::sync::Mutex<String>>,
+    }
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            self.width
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.write_str(&format!("{s}\n"))
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.text.lock().unwrap().push_str(s);
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            self.write_str("\n")
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_long_label_is_cut_to_the_terminal_width() {
+        let label = "checking model.language_model.embed_tokens.weight, model.language_model.lm_head.weight";
+        for width in [80u16, 200] {
+            let text = std::sync::Arc::default();
+            let screen = Screen {
+                width,
+                text: std::sync::Arc::clone(&text),
+            };
+            let p = Progress::new(true, 256_512, label);
+            p.bar
+                .set_draw_target(ProgressDrawTarget::term_like(Box::new(screen)));
+            p.bar.set_position(128_256);
+            p.bar.tick();
+            let text = text.lock().unwrap().clone();
+            let line = text.lines().find(|l| l.contains("rows")).expect("drawn");
+            assert!(
+                line.chars().count() <= usize::from(width),
+                "{width}: {line:?}"
+            );
+            assert!(line.contains("128,256/256,512 rows"), "{line:?}");
+            assert!(line.starts_with("[00:00:"), "{line:?}");
+            let shown = line
+                .split("rows (0s) ")
+                .nth(1)
+                .expect("label after the counts")
+                .trim_end();
+            match width {
+                80 => assert_eq!(shown, "checking model.lan"),
+                _ => assert_eq!(shown, label),
+            }
+        }
     }
 }

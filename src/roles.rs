@@ -165,9 +165,15 @@ impl Roles {
             Which::Head => match (&self.head, self.tie.status) {
                 (Some(h), _) => &h.name,
                 (None, TieStatus::Tied) => return self.matrix(ckpt, Which::Embed),
+                (None, TieStatus::NoHead) => {
+                    return Err(Error::BadInput(format!(
+                        "`{}` has no output head (an encoder without an LM head); use --matrix embed",
+                        ckpt.model
+                    )));
+                }
                 (None, status) => {
                     return Err(Error::BadInput(format!(
-                        "`{}` has no output head: {}",
+                        "`{}` has no output head to read: {}",
                         ckpt.model,
                         status.describe()
                     )));

@@ -4,6 +4,7 @@
 
 mod check;
 mod common;
+mod conventions;
 mod human;
 mod info;
 mod lookup;
@@ -11,4 +12,5 @@ mod neighbors;
 mod regenerate;
 mod size;
 mod tensors;
+mod trust;
 mod undertrained;

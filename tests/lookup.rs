@@ -119,9 +119,9 @@ fn text_rows_with_and_without_special_tokens() {
 fn head_matrix_on_untied_tied_and_encoder() {
     assert_eq!(
         json(&[
+            "lookup",
             "--matrix",
             "head",
-            "lookup",
             &fixture("llama-sharded"),
             "--id",
             "1"
@@ -129,9 +129,9 @@ fn head_matrix_on_untied_tied_and_encoder() {
         "lm_head.weight"
     );
     let tied = json(&[
+        "lookup",
         "--matrix",
         "head",
-        "lookup",
         &fixture("gpt2-tied"),
         "--id",
         "1",
@@ -139,9 +139,9 @@ fn head_matrix_on_untied_tied_and_encoder() {
     assert_eq!(tied["matrix"], "transformer.wte.weight");
     assert_ne!(
         values(&json(&[
+            "lookup",
             "--matrix",
             "head",
-            "lookup",
             &fixture("llama-sharded"),
             "--id",
             "1"
@@ -149,7 +149,7 @@ fn head_matrix_on_untied_tied_and_encoder() {
         values(&json(&["lookup", &fixture("llama-sharded"), "--id", "1"]))
     );
     fails(
-        &["--matrix", "head", "lookup", &fixture("bert"), "--id", "1"],
+        &["lookup", "--matrix", "head", &fixture("bert"), "--id", "1"],
         "has no output head",
     );
 }
@@ -220,7 +220,7 @@ fn bad_lookups() {
         "--text needs a tokenizer",
     );
     fails(
-        &["lookup", &fixture("bert"), "--text", "  "],
+        &["lookup", &fixture("bert"), "--text", ""],
         "--text is empty",
     );
     let out = embscope()

@@ -230,9 +230,9 @@ fn filters_cut_special_and_non_letter_rows() {
 fn head_matrix_untied_and_tied() {
     let embed = json(&["neighbors", &fixture("llama-sharded"), "#100", "-k", "5"]);
     let head = json(&[
+        "neighbors",
         "--matrix",
         "head",
-        "neighbors",
         &fixture("llama-sharded"),
         "#100",
         "-k",
@@ -241,9 +241,9 @@ fn head_matrix_untied_and_tied() {
     assert_eq!(head["matrix"], "lm_head.weight");
     assert_ne!(ids(&embed["queries"][0]), ids(&head["queries"][0]));
     let tied = json(&[
+        "neighbors",
         "--matrix",
         "head",
-        "neighbors",
         &fixture("gpt2-tied"),
         "#100",
         "-k",
@@ -352,7 +352,7 @@ fn bad_queries() {
     );
     fails(
         &["neighbors", &llama, "king", "-k", "0"],
-        "-k must be at least 1",
+        "for '--top <N>': must be at least 1",
     );
     fails(&["neighbors", &llama], "no query");
     fails(&["neighbors", &llama, "#341"], "id 341 is out of range");

@@ -242,7 +242,9 @@ fn check_points_to_the_command() {
     assert_eq!(f["evidence"]["rows"], 11);
     assert_eq!(f["evidence"]["outside_reference"], 5);
     assert_eq!(f["evidence"]["reference_rows"], 6);
-    let listed: BTreeSet<u64> = f["evidence"]["ids_outside_reference"]
+    assert_eq!(f["evidence"]["total"], 5);
+    assert_eq!(f["evidence"]["truncated"], false);
+    let listed: BTreeSet<u64> = f["evidence"]["ids"]
         .as_array()
         .unwrap()
         .iter()

@@ -18,6 +18,9 @@ pub struct Sources {
     pub shards: Vec<PathBuf>,
     /// The Hub id and snapshot directory, when MODEL was resolved in the cache.
     pub hub: Option<HubSnapshot>,
+    /// What a user should know about how MODEL was resolved (printed on
+    /// stderr as `note: …`), such as a shard opened as its whole checkpoint.
+    pub notes: Vec<String>,
 }
 
 /// A model found in the local Hugging Face cache.
@@ -85,6 +88,7 @@ fn from_dir(dir: &Path) -> Result<Sources> {
             index,
             shards: Vec::new(),
             hub: None,
+            notes: Vec::new(),
         });
     }
     if safetensors.is_empty() {
@@ -104,6 +108,7 @@ fn from_dir(dir: &Path) -> Result<Sources> {
         index: None,
         shards,
         hub: None,
+        notes: Vec::new(),
     })
 }
 
@@ -119,13 +124,28 @@ fn from_file(file: &Path) -> Result<Sources> {
             index: Some(file.to_path_buf()),
             shards: Vec::new(),
             hub: None,
+            notes: Vec::new(),
         })
     } else if name.ends_with(".safetensors") {
+        // A shard alone lacks the tensors of the other shards: open the
+        // checkpoint its index describes.
+        if let Some(index) = index_naming(&dir, name) {
+            let index_name = index.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let note = format!("{name} is a shard of {index_name}; opening the whole checkpoint");
+            return Ok(Sources {
+                dir,
+                index: Some(index),
+                shards: Vec::new(),
+                hub: None,
+                notes: vec![note],
+            });
+        }
         Ok(Sources {
             dir,
             index: None,
             shards: vec![file.to_path_buf()],
             hub: None,
+            notes: Vec::new(),
         })
     } else {
         Err(Error::bad_file(
@@ -133,6 +153,33 @@ fn from_file(file: &Path) -> Result<Sources> {
             "expected a .safetensors file, a .safetensors.index.json or a model directory",
         ))
     }
+}
+
+/// The `*.safetensors.index.json` in `dir` whose weight map names the file
+/// `shard` (`model.safetensors.index.json` first, then by name). An index
+/// that cannot be read is passed over: the file named still opens alone.
+fn index_naming(dir: &Path, shard: &str) -> Option<PathBuf> {
+    let mut indexes: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".safetensors.index.json"))
+        })
+        .collect();
+    indexes.sort_by_key(|p| (!p.ends_with("model.safetensors.index.json"), p.clone()));
+    indexes.into_iter().find(|index| {
+        let Ok(text) = std::fs::read_to_string(index) else {
+            return false;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return false;
+        };
+        v.get("weight_map")
+            .and_then(|m| m.as_object())
+            .is_some_and(|m| m.values().any(|f| f.as_str() == Some(shard)))
+    })
 }
 
 /// `org/name` or `name`, made of the characters the Hub allows.

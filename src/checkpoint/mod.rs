@@ -78,7 +78,12 @@ pub struct Checkpoint {
 impl Checkpoint {
     /// Locates and opens MODEL (see [`locate::locate`]).
     pub fn open(model: &str, revision: &str) -> Result<Checkpoint> {
-        let mut sources = locate::locate(model, revision)?;
+        Checkpoint::open_located(model, locate::locate(model, revision)?)
+    }
+
+    /// Opens the files MODEL was located at (so that a caller can show
+    /// [`Sources::notes`] before the files are read).
+    pub fn open_located(model: &str, mut sources: Sources) -> Result<Checkpoint> {
         let weight_map = match &sources.index {
             Some(index) => {
                 let wm = index::read(index)?;

@@ -47,11 +47,11 @@ pub struct InfoReport {
 pub struct FileEntry {
     /// Path as found.
     pub path: String,
-    /// `shard`, `index`, `config`, `tokenizer` ...
+    /// `file` (the one weights file), `shard`, `index`, `config`, `tokenizer` ...
     pub kind: String,
     /// Size on disk.
     pub bytes: u64,
-    /// Tensors in it (shards only).
+    /// Tensors in it (weights files only).
     pub tensors: Option<usize>,
 }
 
@@ -71,10 +71,16 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
     if let Some(index) = &ckpt.sources.index {
         files.push(file_entry(index, "index"));
     }
+    // One file that is all the weights is not a shard of anything.
+    let kind = if ckpt.shards.len() == 1 && ckpt.sources.index.is_none() {
+        "file"
+    } else {
+        "shard"
+    };
     for shard in &ckpt.shards {
         files.push(FileEntry {
             path: shard.path.display().to_string(),
-            kind: "shard".into(),
+            kind: kind.into(),
             bytes: shard.map.len() as u64,
             tensors: Some(shard.tensor_count),
         });

@@ -36,6 +36,8 @@ pub struct LookupReport {
     pub dtype: String,
     /// Its shape.
     pub shape: [usize; 2],
+    /// Whether a tokenizer named the rows (`token` is null on every row without one).
+    pub tokenizer: bool,
     /// One entry per requested row, in request order.
     pub rows: Vec<Row>,
 }
@@ -84,6 +86,7 @@ pub fn run(
         role: which,
         dtype: t.dtype.to_string(),
         shape: [m.rows(), m.cols()],
+        tokenizer: vocab.is_some(),
         rows,
     })
 }
@@ -105,7 +108,8 @@ pub fn need_vocab<'v>(
 }
 
 /// The token ids of `--text`: an error when there is no tokenizer, the
-/// text is blank, or it encodes to no tokens.
+/// text is empty, or it encodes to no tokens (whitespace is text: `" "`
+/// and `"\n"` are tokens in byte-level vocabularies).
 pub fn encode_text(
     ckpt: &Checkpoint,
     vocab: Option<&Vocab>,
@@ -114,7 +118,7 @@ pub fn encode_text(
     instead: &str,
 ) -> Result<Vec<u32>> {
     let v = need_vocab(ckpt, vocab, "--text", instead)?;
-    if text.trim().is_empty() {
+    if text.is_empty() {
         return Err(Error::BadInput("--text is empty".into()));
     }
     let ids = v.encode(text, add_special_tokens)?;

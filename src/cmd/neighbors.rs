@@ -11,7 +11,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::search::{self, Hit, Metric};
-use crate::vocab::Vocab;
+use crate::vocab::{Vocab, WordMatch};
 use crate::{Error, Result};
 
 /// Rows a result may come from (`--filter`).
@@ -259,7 +259,9 @@ fn own_ids(terms: &[Term]) -> Vec<u32> {
 }
 
 /// Splits `king - man + woman` into signed terms. Operators need spaces
-/// around them, so `e-mail` and `C++` stay single terms.
+/// around them, so `e-mail` and `C++` stay single terms. A query typed
+/// with a leading space (`" king"`) keeps it on its first term, which then
+/// asks for the leading-space entry (see [`Vocab::resolve_word`]).
 pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
     let mut terms = Vec::new();
     let mut sign = 1i8;
@@ -273,6 +275,10 @@ pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
             } else if after_operator {
                 return Err(Error::BadInput(format!(
                     "expression `{expr}`: operator `{w}` follows another operator"
+                )));
+            } else {
+                return Err(Error::BadInput(format!(
+                    "expression `{expr}` starts with an operator; for the entry `{w}` write `={w}`"
                 )));
             }
             sign = if w == "-" { -1 } else { 1 };
@@ -290,6 +296,10 @@ pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
         }));
     }
     terms.push((sign, current.join(" ")));
+    // `#ID` and `=entry` name their row themselves.
+    if expr.starts_with(' ') && !terms[0].1.starts_with(['#', '=']) {
+        terms[0].1.insert(0, ' ');
+    }
     Ok(terms)
 }
 
@@ -362,18 +372,16 @@ fn term_id(
     word: &str,
     notes: &mut Vec<String>,
 ) -> Result<u64> {
-    if let Some(num) = row_id(word) {
-        // Digits only: parsing fails on overflow alone.
-        return num
-            .parse::<u64>()
-            .map_err(|_| Error::BadInput(format!("`{word}` is not a row id: more than 64 bits")));
+    if let Some(id) = row_id(word) {
+        return id;
     }
     let v = need_vocab(ckpt, vocab, &format!("query `{word}`"), "query rows as #ID")?;
-    if let Some((id, raw)) = v.resolve_word(word) {
-        if raw != word {
-            notes.push(format!("`{word}`: using entry `{raw}` (#{id})"));
-        }
-        return Ok(u64::from(id));
+    if let Some(found) = v.resolve_word(word) {
+        notes.extend(resolution_note(v, word, &found));
+        return Ok(u64::from(found.id));
+    }
+    if let Some(exact) = word.strip_prefix('=').filter(|e| !e.is_empty()) {
+        return Err(unknown_token(v, exact));
     }
     // Not one entry: say what it is made of, when the tokenizer can tell.
     if let Ok(ids) = v.encode(word, false)
@@ -392,10 +400,38 @@ fn term_id(
     Err(unknown_token(v, word))
 }
 
-/// The digits of a `#ID` term.
-fn row_id(word: &str) -> Option<&str> {
-    word.strip_prefix('#')
-        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+/// The note on how `word` resolved, when it was not taken as written or
+/// another entry could be meant: the piece a bare word passed over, or
+/// the entry `==` itself when `==` asked for the entry `=`.
+fn resolution_note(v: &Vocab, word: &str, found: &WordMatch) -> Option<String> {
+    let (id, raw) = (found.id, &found.raw);
+    if let Some((piece, piece_raw)) = &found.piece {
+        return Some(format!(
+            "{word:?} resolved to {raw:?} (#{id}, the word); for the piece {piece_raw:?} (#{piece}) write \"={word}\""
+        ));
+    }
+    if word.starts_with('=') {
+        return v.entry_id(word).filter(|&other| other != id).map(|other| {
+            format!("{word:?} is the entry {raw:?} (#{id}); for the entry {word:?} (#{other}) write \"={word}\"")
+        });
+    }
+    (raw != word).then(|| format!("{word:?} resolved to {raw:?} (#{id})"))
+}
+
+/// The row of a `#ID` term, `None` for other terms.
+fn row_id(word: &str) -> Option<Result<u64>> {
+    let digits = word.strip_prefix('#')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Err(Error::BadInput(format!(
+            "#ID takes a non-negative integer, got {word:?}; for the vocabulary entry write \"={word}\""
+        ))));
+    }
+    // Digits only: parsing fails on overflow alone.
+    Some(
+        digits
+            .parse::<u64>()
+            .map_err(|_| Error::BadInput(format!("`{word}` is not a row id: more than 64 bits"))),
+    )
 }
 
 /// The candidate mask for `--filter`, or `None` when every row is a candidate.
@@ -440,8 +476,13 @@ mod tests {
         );
         assert_eq!(ok("e-mail"), [(1, "e-mail".to_string())]);
         assert_eq!(ok("C++"), [(1, "C++".to_string())]);
-        assert_eq!(ok("- man"), [(-1, "man".to_string())]);
-        for bad in ["", "   ", "king -", "king + + man"] {
+        assert_eq!(ok(" king"), [(1, " king".to_string())]);
+        assert_eq!(ok(" #5"), [(1, "#5".to_string())]);
+        assert_eq!(
+            ok(" king  -  man"),
+            [(1, " king".into()), (-1, "man".into())]
+        );
+        for bad in ["", "   ", "king -", "king + + man", "- man", "+ man", "-"] {
             assert!(parse_expression(bad).is_err(), "{bad:?}");
         }
     }

@@ -111,8 +111,29 @@ fn finding(out: &mut String, style: &Style, f: &Finding) {
             let mut line = format!("{k}: ");
             let shown: Vec<String> = items.iter().take(SHOWN_ITEMS).map(item).collect();
             line.push_str(&shown.join(", "));
-            if items.len() > SHOWN_ITEMS {
-                let _ = write!(line, ", … {} more in --json", items.len() - SHOWN_ITEMS);
+            // `total` counts the list evidence cut to its first items
+            // (`truncated`); other lists are complete.
+            let total = match (map.get("total"), map.get("truncated")) {
+                (Some(Value::Number(n)), Some(Value::Bool(true)))
+                    if CUT_LISTS.contains(&k.as_str()) =>
+                {
+                    n.as_u64().map(|n| n as usize)
+                }
+                _ => None,
+            };
+            match total {
+                Some(total) => {
+                    let _ = write!(
+                        line,
+                        ", … {} more ({total} in all; --json lists the first {})",
+                        total.saturating_sub(shown.len()),
+                        items.len()
+                    );
+                }
+                None if items.len() > SHOWN_ITEMS => {
+                    let _ = write!(line, ", … {} more in --json", items.len() - SHOWN_ITEMS);
+                }
+                None => {}
             }
             let _ = writeln!(out, "      {}", style.dim(&line));
         }
@@ -121,6 +142,9 @@ fn finding(out: &mut String, style: &Style, f: &Finding) {
 
 /// Items of an evidence list shown in text output.
 const SHOWN_ITEMS: usize = 8;
+
+/// The evidence lists that may be cut, which `total` and `truncated` describe.
+const CUT_LISTS: &[&str] = &["ids", "tokens", "first_groups"];
 
 /// The findings known before the value pass ([`Check::early`]), shown
 /// while it runs.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Human, Style, bytes, count, field, file_name, shape};
+use super::{Human, Style, bytes, count, field, file_name, plural, shape};
 use crate::cmd::info::{InfoReport, RoleTensor};
 
 impl Human for InfoReport {
@@ -16,7 +16,7 @@ impl Human for InfoReport {
         for (i, f) in self.files.iter().enumerate() {
             let tensors = f
                 .tensors
-                .map(|n| format!(", {n} tensors"))
+                .map(|n| format!(", {}", plural(n, "tensor")))
                 .unwrap_or_default();
             line(
                 if i == 0 { "files" } else { "" },

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Style, table};
+use super::{Style, plural, table};
 use crate::cmd::lookup::LookupReport;
 use crate::{Error, Result};
 
@@ -24,19 +24,24 @@ pub fn lookup_table(r: &LookupReport, full: bool, style: &Style) -> String {
             if shown < row.values.len() {
                 vals.push(format!("… ({} more)", row.values.len() - shown));
             }
-            vec![
-                row.id.to_string(),
-                row.token.as_deref().map_or_else(|| "?".into(), quote),
-                format!("{:.4}", row.norm),
-                vals.join(" "),
-            ]
+            let mut cells = vec![row.id.to_string()];
+            if r.tokenizer {
+                cells.push(row.token.as_deref().map_or_else(|| "?".into(), quote));
+            }
+            cells.extend([format!("{:.4}", row.norm), vals.join(" ")]);
+            cells
         })
         .collect();
-    let mut out = table(&["id", "token", "norm", "values"], &[0, 2], rows);
+    // Without a tokenizer no row has a token: no column, one word below.
+    let (header, right, note): (&[&str], &[usize], &str) = if r.tokenizer {
+        (&["id", "token", "norm", "values"], &[0, 2], "")
+    } else {
+        (&["id", "norm", "values"], &[0, 1], "; no tokenizer")
+    };
+    let mut out = table(header, right, rows);
     out.push_str(&style.dim(&format!(
-        "{} row{} of `{}` ({}, {} × {})\n",
-        r.rows.len(),
-        if r.rows.len() == 1 { "" } else { "s" },
+        "{} of `{}` ({}, {} × {}){note}\n",
+        plural(r.rows.len(), "row"),
         r.matrix,
         r.dtype,
         r.shape[0],

@@ -2,9 +2,11 @@
 //! (`--json` prints it as one document) and implements [`Human`] for text.
 
 pub mod check;
+pub mod color;
 mod info;
 pub mod lookup;
 mod neighbors;
+pub mod output;
 mod size;
 mod tensors;
 mod undertrained;
@@ -43,18 +45,18 @@ pub fn stdout(bytes: &[u8]) -> io::Result<()> {
     out.flush()
 }
 
-/// Terminal styling: on when stdout is a terminal and `NO_COLOR` is unset.
+/// Terminal styling, on or off as [`color::enabled`] decides.
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     color: bool,
 }
 
 impl Style {
-    /// Decides from the environment.
-    pub fn detect() -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    /// Decides from `--color`, the environment and whether stdout is a terminal.
+    pub fn detect(choice: crate::cli::ColorChoice) -> Style {
+        let var = |name: &str| std::env::var(name).ok();
         Style {
-            color: !no_color && io::stdout().is_terminal(),
+            color: color::enabled(choice, var, io::stdout().is_terminal()),
         }
     }
 
@@ -100,26 +102,35 @@ pub fn count(n: u64) -> String {
     out
 }
 
-/// Bytes in binary units: `512 B`, `1.5 KiB`, `1002.0 MiB`, `1.96 GiB`.
+/// Bytes in binary units with three significant digits, the unit moving
+/// up once the number would reach 1000: `512 B`, `1.50 KiB`, `15.0 MiB`,
+/// `512 MiB`, `0.98 GiB` (never `1002.0 MiB`).
 pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1024 {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1000 {
         return format!("{n} B");
     }
     let mut v = n as f64;
-    let mut unit = "B";
-    for u in UNITS {
-        if v < 1024.0 {
-            break;
-        }
+    let mut unit = 0;
+    // Move up while the figure, rounded as printed, would need four digits.
+    while unit + 1 < UNITS.len() && (v >= 999.5 || unit == 0) {
         v /= 1024.0;
-        unit = u;
+        unit += 1;
     }
-    if v < 10.0 {
+    let unit = UNITS[unit];
+    if v < 9.995 {
         format!("{v:.2} {unit}")
-    } else {
+    } else if v < 99.95 {
         format!("{v:.1} {unit}")
+    } else {
+        format!("{v:.0} {unit}")
     }
+}
+
+/// `n` and a noun, plural unless `n` is 1: `1 tensor`, `2,048 tensors`.
+pub fn plural(n: usize, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", count(n as u64))
 }
 
 /// A fraction as a percentage: `0.1234` → `12.3%`.
@@ -188,8 +199,20 @@ mod tests {
         assert_eq!(count(1000), "1,000");
         assert_eq!(count(525_336_576), "525,336,576");
         assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(999), "999 B");
+        assert_eq!(bytes(1000), "0.98 KiB");
         assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(1_050_673_152), "1002.0 MiB");
+        assert_eq!(bytes(10_235), "10.0 KiB");
+        assert_eq!(bytes(15 << 20), "15.0 MiB");
+        assert_eq!(bytes(512 << 20), "512 MiB");
+        assert_eq!(bytes(1_022_000), "998 KiB");
+        assert_eq!(bytes(1_023_000), "999 KiB");
+        assert_eq!(bytes(1_024_000), "0.98 MiB");
+        assert_eq!(bytes(1_050_673_152), "0.98 GiB");
+        assert_eq!(bytes(2_101_346_304), "1.96 GiB");
+        assert_eq!(plural(1, "tensor"), "1 tensor");
+        assert_eq!(plural(0, "tensor"), "0 tensors");
+        assert_eq!(plural(2048, "shard"), "2,048 shards");
         assert_eq!(percent(0.1234), "12.3%");
         assert_eq!(shape(&[3, 4]), "[3, 4]");
     }

@@ -1,6 +1,6 @@
 //! Text for `tensors`.
 
-use super::{Human, Style, bytes, count, file_name, shape, table};
+use super::{Human, Style, bytes, count, file_name, plural, shape, table};
 use crate::cmd::tensors::TensorsReport;
 
 impl Human for TensorsReport {
@@ -25,8 +25,8 @@ impl Human for TensorsReport {
             rows,
         );
         out.push_str(&style.dim(&format!(
-            "{} tensors, {} parameters, {}\n",
-            self.count,
+            "{}, {} parameters, {}\n",
+            plural(self.count, "tensor"),
             count(self.total_params),
             bytes(self.total_bytes)
         )));

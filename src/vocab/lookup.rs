@@ -1,14 +1,27 @@
-//! Finding entries for words typed by a user: exact, with or without the
-//! leading-space marker, case variants, and cheap suggestions for errors.
+//! Finding entries for words typed by a user: a bare word as it appears in
+//! running text (with the leading-space marker when the vocabulary has
+//! one), ` word` and `=word` for each form explicitly, entries given as
+//! printed or as stored, case variants, and cheap suggestions for errors.
 
 use super::Vocab;
 use super::readable::{self, TokenStyle};
 
+/// The entry a word typed by a user resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WordMatch {
+    /// Its id.
+    pub id: u32,
+    /// The raw entry, as stored.
+    pub raw: String,
+    /// The exact entry passed over for the leading-space one: a bare
+    /// `king` takes `Ġking`, the word, over the piece `king` (id, raw).
+    pub piece: Option<(u32, String)>,
+}
+
 impl Vocab {
-    /// Raw candidates for a word typed by a user, in preference order:
-    /// as given, with the leading-space marker, without it; lowercased too
-    /// when the tokenizer lowercases its input.
-    fn word_variants(&self, word: &str) -> Vec<String> {
+    /// The word as typed and, when the tokenizer lowercases its input, in
+    /// lower case.
+    fn cased_forms(&self, word: &str) -> Vec<String> {
         let mut forms = vec![word.to_string()];
         if self.lowercase {
             let lower = word.to_lowercase();
@@ -16,42 +29,119 @@ impl Vocab {
                 forms.push(lower);
             }
         }
-        let mut out: Vec<String> = Vec::new();
-        let mut push = |s: String| {
-            if !s.is_empty() && !out.contains(&s) {
-                out.push(s);
+        forms
+    }
+
+    /// Whether entries mark a leading space (`Ġ`, `▁`), so that a word and
+    /// a piece are different entries.
+    fn marks_space(&self) -> bool {
+        matches!(
+            self.style,
+            TokenStyle::ByteLevel | TokenStyle::Metaspace { .. }
+        )
+    }
+
+    /// The raw form of `form` with the leading-space marker (WordPiece and
+    /// plain vocabularies have none: the bare form).
+    fn spaced(&self, form: &str) -> String {
+        let bare = form.trim_start_matches(' ');
+        if self.marks_space() {
+            readable::to_raw(&format!(" {bare}"), &self.style)
+        } else {
+            bare.to_string()
+        }
+    }
+
+    /// Raw candidates for `form` exactly: as text, then as stored.
+    fn exact(&self, form: &str) -> Vec<String> {
+        vec![readable::to_raw(form, &self.style), form.to_string()]
+    }
+
+    /// The first candidate that is an entry, with its raw form; each
+    /// distinct candidate is looked up once.
+    fn first_entry(&self, candidates: Vec<String>) -> Option<(u32, String)> {
+        let mut tried: Vec<&str> = Vec::with_capacity(candidates.len());
+        for raw in &candidates {
+            if raw.is_empty() || tried.contains(&raw.as_str()) {
+                continue;
             }
-        };
-        for form in &forms {
-            push(form.clone());
-            let bare = form.trim_start_matches(' ');
-            match self.style {
-                TokenStyle::ByteLevel | TokenStyle::Metaspace { .. } => {
-                    push(readable::to_raw(&format!(" {bare}"), &self.style));
-                    push(readable::to_raw(bare, &self.style));
-                }
-                TokenStyle::WordPiece { .. } | TokenStyle::Plain => push(bare.to_string()),
+            tried.push(raw);
+            if let Some(id) = self.id(raw) {
+                return Some((id, raw.clone()));
             }
         }
-        out
+        None
     }
 
-    /// The id of an entry given as stored (`Ġking`) or as embscope prints
-    /// it (` king`, `<0xC3>` for a lone byte): exact, no other variants.
+    /// The id of an entry given as embscope prints it (` king`, `\n`,
+    /// `\\n`, `\"`, `<0xC3>` for a lone byte) or as stored (`Ġking`):
+    /// exact, no other variants. The printed form wins, so that whatever
+    /// was printed reads back as the same entry.
     pub fn entry_id(&self, token: &str) -> Option<u32> {
-        self.id(token).or_else(|| {
-            let raw = readable::to_raw(token, &self.style);
-            (raw != token).then(|| self.id(&raw)).flatten()
-        })
+        let mut candidates = Vec::new();
+        if let Some(text) = readable::unescape(token) {
+            candidates.push(readable::to_raw(&text, &self.style));
+            // A SentencePiece byte entry prints as the char it stands for.
+            if let (TokenStyle::Metaspace { .. }, [b]) = (&self.style, text.as_bytes()) {
+                candidates.push(format!("<0x{b:02X}>"));
+            }
+            candidates.push(text);
+        }
+        candidates.push(token.to_string());
+        self.first_entry(candidates).map(|(id, _)| id)
     }
 
-    /// Finds the entry for a word such as `Paris`: the exact entry first,
-    /// then the form with the leading-space marker (`ĠParis`, `▁Paris`),
-    /// then without it — the first that exists, with the raw entry used.
-    pub fn resolve_word(&self, word: &str) -> Option<(u32, String)> {
-        self.word_variants(word)
-            .into_iter()
-            .find_map(|raw| self.id(&raw).map(|id| (id, raw)))
+    /// Finds the entry for a word typed in a query:
+    /// - `=king`: exactly the entry after the `=`, given as printed or as
+    ///   stored (see [`Vocab::entry_id`]);
+    /// - ` king` (a leading space): the leading-space entry (`Ġking`,
+    ///   `▁king`; for WordPiece, the bare word);
+    /// - `king`: the leading-space entry when the vocabulary has one, the
+    ///   word as it appears in running text, else the exact entry; when
+    ///   both exist the exact one is returned as [`WordMatch::piece`].
+    ///
+    /// Tried as typed, then lowercased when the tokenizer lowercases.
+    pub fn resolve_word(&self, word: &str) -> Option<WordMatch> {
+        if let Some(exact) = word.strip_prefix('=').filter(|e| !e.is_empty()) {
+            let id = self.entry_id(exact)?;
+            let raw = self.token(id).unwrap_or(exact).to_string();
+            return Some(WordMatch {
+                id,
+                raw,
+                piece: None,
+            });
+        }
+        let forms = self.cased_forms(word);
+        if word.starts_with(' ') {
+            let candidates = forms.iter().map(|f| self.spaced(f)).collect();
+            return self.first_entry(candidates).map(|(id, raw)| WordMatch {
+                id,
+                raw,
+                piece: None,
+            });
+        }
+        forms.iter().find_map(|form| {
+            let exact = self.first_entry(self.exact(form));
+            if !self.marks_space() {
+                return exact.map(|(id, raw)| WordMatch {
+                    id,
+                    raw,
+                    piece: None,
+                });
+            }
+            match self.first_entry(vec![self.spaced(form)]) {
+                Some((id, raw)) => Some(WordMatch {
+                    id,
+                    raw,
+                    piece: exact.filter(|(piece, _)| *piece != id),
+                }),
+                None => exact.map(|(id, raw)| WordMatch {
+                    id,
+                    raw,
+                    piece: None,
+                }),
+            }
+        })
     }
 
     /// Up to `n` entries close to `word`, for an error message: marker and
@@ -74,9 +164,11 @@ impl Vocab {
             }
         };
         for form in &cased {
-            for raw in self.word_variants(form) {
-                if let Some(id) = self.id(&raw) {
-                    push(&mut out, id, &raw);
+            for f in self.cased_forms(form) {
+                for raw in std::iter::once(self.spaced(&f)).chain(self.exact(&f)) {
+                    if let Some(id) = self.id(&raw) {
+                        push(&mut out, id, &raw);
+                    }
                 }
             }
         }

@@ -23,6 +23,7 @@ use tokenizers::Tokenizer;
 use crate::error::{Error, Result};
 
 pub use kind::{TokenKind, is_placeholder};
+pub use lookup::WordMatch;
 pub use readable::TokenStyle;
 pub use special::{ROLES, SpecialDecl};
 
@@ -272,11 +273,25 @@ impl Vocab {
     }
 
     /// The human form of `id` on one line: byte-level chars turned back to
-    /// text, `▁` as a space, `<0x0A>` as the char it stands for, control
-    /// characters escaped (`\n`, `\t`, `\u{7}`); WordPiece `##` kept.
+    /// text, `▁` as a space, `<0x0A>` as the char it stands for (unless
+    /// another entry prints as that char), control characters, `\` and `"`
+    /// escaped (`\n`, `\u{7}`, `\\`, `\"`); WordPiece `##` kept. So that
+    /// entries print apart, and [`Vocab::entry_id`] reads every form back.
     pub fn readable(&self, id: u32) -> Option<String> {
-        self.entry(id)
-            .map(|e| readable::readable(&e.token, &self.style, e.added))
+        let e = self.entry(id)?;
+        if let (TokenStyle::Metaspace { .. }, false, Some(b)) =
+            (&self.style, e.added, readable::byte_fallback(&e.token))
+            && b.is_ascii()
+        {
+            // Another entry printing as the char: a model entry stored as
+            // the char (`A`, `▁` for a space) or an added token.
+            let text = char::from(b).to_string();
+            let raw = readable::to_raw(&text, &self.style);
+            if self.id(&raw).or_else(|| self.id(&text)).is_some() {
+                return Some(e.token.clone());
+            }
+        }
+        Some(readable::readable(&e.token, &self.style, e.added))
     }
 
     /// The id of an exact raw entry (model vocab or added token).
@@ -457,3 +472,5 @@ mod tokenizer_files;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_words;

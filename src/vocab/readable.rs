@@ -90,17 +90,65 @@ pub(crate) fn byte_fallback(raw: &str) -> Option<u8> {
     u8::from_str_radix(hex, 16).ok()
 }
 
-/// Appends `s` to `out`, escaping what would break a one-line display:
-/// control chars (`\n`, `\t`, `\u{7}`) and the Unicode line separators.
-/// Backslashes are not escaped.
+/// Appends `s` to `out`, escaping what would break a one-line display or
+/// make two entries look alike: control chars (`\n`, `\t`, `\u{7}`), the
+/// Unicode line separators, and `\` and `"` themselves (`\\`, `\"`), so
+/// that every form reads back with [`unescape`].
 pub(crate) fn escape_into(out: &mut String, s: &str) {
     for c in s.chars() {
-        if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                out.extend(c.escape_debug());
+            }
+            c => out.push(c),
         }
     }
+}
+
+/// The text an escaped form stands for (the inverse of [`escape_into`]):
+/// `\\`, `\"`, `\'`, `\n`, `\t`, `\r`, `\0` and `\u{…}`; `None` when a
+/// backslash starts no such escape.
+pub(crate) fn unescape(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next()? {
+            '\\' => '\\',
+            '"' => '"',
+            '\'' => '\'',
+            'n' => '\n',
+            't' => '\t',
+            'r' => '\r',
+            '0' => '\0',
+            'u' => {
+                if chars.next()? != '{' {
+                    return None;
+                }
+                let mut code = 0u32;
+                let mut digits = 0;
+                loop {
+                    let d = chars.next()?;
+                    if d == '}' && digits > 0 {
+                        break;
+                    }
+                    code = code * 16 + d.to_digit(16)?;
+                    digits += 1;
+                    if digits > 6 {
+                        return None;
+                    }
+                }
+                char::from_u32(code)?
+            }
+            _ => return None,
+        });
+    }
+    Some(out)
 }
 
 /// The human form of a raw entry. `added` entries (from `added_tokens`) are
@@ -227,7 +275,13 @@ mod tests {
             ("##ing", &wp, false, "##ing"),
             ("[CLS]", &wp, true, "[CLS]"),
             ("a\nb", &TokenStyle::Plain, false, "a\\nb"),
-            ("a\\nb", &TokenStyle::Plain, false, "a\\nb"),
+            // A literal backslash-n, a backslash and a quote stay apart
+            // from a newline and from the quotes around a display.
+            ("a\\nb", &TokenStyle::Plain, false, "a\\\\nb"),
+            ("\\n", &bl, false, "\\\\n"),
+            ("\"", &bl, false, "\\\""),
+            ("\\", &bl, false, "\\\\"),
+            ("\"", &bl, true, "\\\""),
         ];
         for (raw, style, added, want) in cases {
             assert_eq!(readable(raw, style, *added), *want, "{raw:?} as {style:?}");
@@ -251,6 +305,36 @@ mod tests {
         for (text, style, want) in cases {
             assert_eq!(to_raw(text, style), *want);
             assert_eq!(readable(want, style, false), text.replace('\n', "\\n"));
+        }
+    }
+
+    #[test]
+    fn unescape_inverts_escape() {
+        for text in [
+            "plain",
+            "a\nb",
+            "\\n",
+            "\"",
+            "\\",
+            "\u{7}\t\r\0",
+            "\u{2028}",
+            "é ▁",
+        ] {
+            let mut escaped = String::new();
+            escape_into(&mut escaped, text);
+            assert_eq!(unescape(&escaped).as_deref(), Some(text), "{escaped:?}");
+        }
+        assert_eq!(unescape("\\'x").as_deref(), Some("'x"));
+        for bad in [
+            "\\",
+            "a\\q",
+            "\\u",
+            "\\u{}",
+            "\\u{110000}",
+            "\\u{1234567}",
+            "\\u{7",
+        ] {
+            assert_eq!(unescape(bad), None, "{bad:?}");
         }
     }
 

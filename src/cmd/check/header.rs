@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Finding, Severity, Subject, id_list, ids_phrase};
+use super::{Finding, Severity, Subject, cut, id_list, ids_phrase};
 use crate::dtype::Dtype;
 use crate::render::bytes;
 use crate::roles::TieStatus;
@@ -128,6 +128,7 @@ fn sizes(s: &Subject, out: &mut Vec<Finding>) {
                 json!({
                     "tensor": t.name, "rows": rows, "tokenizer_size": used,
                     "tokens_beyond": beyond.len(), "ids": id_list(Some(vocab), &beyond),
+                    "total": beyond.len(), "truncated": cut(beyond.len()),
                     "tokenizer": vocab.file().display().to_string(),
                 }),
             ));
@@ -328,7 +329,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
                 missing.len(),
                 join_tokens(&missing, "token")
             ),
-            json!({"count": missing.len(), "tokens": first(missing), "tokenizer": file}),
+            json!({"count": missing.len(), "total": missing.len(), "truncated": cut(missing.len()), "tokens": first(missing), "tokenizer": file}),
         ));
     }
     if !moved.is_empty() {
@@ -340,7 +341,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
                 moved.len(),
                 join_tokens(&moved, "token")
             ),
-            json!({"count": moved.len(), "tokens": first(moved), "tokenizer": file}),
+            json!({"count": moved.len(), "total": moved.len(), "truncated": cut(moved.len()), "tokens": first(moved), "tokenizer": file}),
         ));
     }
     let (mut by_id, mut by_token) = (Vec::new(), Vec::new());
@@ -359,7 +360,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
                 by_id.len(),
                 by_id[0]["id"]
             ),
-            json!({"count": by_id.len(), "ids": first(by_id), "tokenizer": file}),
+            json!({"count": by_id.len(), "total": by_id.len(), "truncated": cut(by_id.len()), "ids": first(by_id), "tokenizer": file}),
         ));
     }
     if !by_token.is_empty() {
@@ -371,7 +372,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
                 by_token.len(),
                 join_tokens(&by_token, "token")
             ),
-            json!({"count": by_token.len(), "tokens": first(by_token), "tokenizer": file}),
+            json!({"count": by_token.len(), "total": by_token.len(), "truncated": cut(by_token.len()), "tokens": first(by_token), "tokenizer": file}),
         ));
     }
 }

@@ -109,8 +109,16 @@ impl CheckReport {
     }
 }
 
-/// Most ids listed in a finding's evidence; the count is always complete.
+/// Most items listed in a finding's evidence. Beside a list that may be
+/// cut, the evidence carries `total` (the full count) and `truncated`
+/// (whether the list holds fewer); see [`cut`].
 pub(crate) const MAX_LISTED: usize = 20;
+
+/// Whether a list of `total` items is cut to [`MAX_LISTED`]: the
+/// `truncated` evidence field.
+pub(crate) fn cut(total: usize) -> bool {
+    total > MAX_LISTED
+}
 
 /// An id with its readable token (null when the tokenizer has no entry).
 pub(crate) fn id_token(vocab: Option<&Vocab>, id: u32) -> Value {

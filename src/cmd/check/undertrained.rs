@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{Finding, MAX_LISTED, Severity, Subject, id_list, ids_phrase};
+use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::cmd::undertrained::{self, ReferenceSpec, Request};
 use crate::roles::Which;
 
@@ -51,7 +51,8 @@ pub(super) fn finding(s: &Subject) -> Option<Finding> {
             "tensor": r.embedding, "rows": r.strong,
             "outside_reference": r.strong_outside_reference,
             "reference_rows": r.reference.rows, "threshold": r.threshold,
-            "indicators": r.indicators, "ids_outside_reference": id_list(s.vocab, &ids),
+            "indicators": r.indicators, "ids": id_list(s.vocab, &ids),
+            "total": r.strong_outside_reference, "truncated": cut(r.strong_outside_reference),
         }),
     ))
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::header::UNREACHABLE_CODES;
 use super::rows;
-use super::{Finding, MAX_LISTED, Severity, Subject, id_list, ids_phrase};
+use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::checkpoint::{Checkpoint, TensorEntry};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
@@ -309,6 +309,7 @@ fn matrix_findings(
             json!({
                 "tensor": name, "rows": bad.len(), "nan_rows": stats.nan.len(),
                 "inf_rows": stats.inf.len(), "ids": id_list(vocab, &bad),
+                "total": bad.len(), "truncated": cut(bad.len()),
             }),
         ));
     }
@@ -328,7 +329,10 @@ fn matrix_findings(
                 zero.len(),
                 ids_phrase(vocab, &zero, 5)
             ),
-            json!({"tensor": name, "rows": zero.len(), "ids": id_list(vocab, &zero)}),
+            json!({
+                "tensor": name, "rows": zero.len(), "ids": id_list(vocab, &zero),
+                "total": zero.len(), "truncated": cut(zero.len()),
+            }),
         ));
     }
     if !pad_zero.is_empty() {
@@ -339,7 +343,10 @@ fn matrix_findings(
                 "`{name}` row of the pad token is all zero ({}), as nn.Embedding's padding_idx leaves it",
                 ids_phrase(vocab, &pad_zero, 5)
             ),
-            json!({"tensor": name, "ids": id_list(vocab, &pad_zero)}),
+            json!({
+                "tensor": name, "ids": id_list(vocab, &pad_zero),
+                "total": pad_zero.len(), "truncated": cut(pad_zero.len()),
+            }),
         ));
     }
     // Rows that count for duplicates and norms: reachable, finite, non-zero.
@@ -433,6 +440,8 @@ fn duplicates(
         .take(MAX_LISTED)
         .map(|g| id_list(vocab, g))
         .collect();
+    // Each group lists its first MAX_LISTED ids; its size says if it has more.
+    let sizes: Vec<usize> = groups.iter().take(MAX_LISTED).map(Vec::len).collect();
     out.push(Finding::new(
         Severity::Info,
         "duplicate-rows",
@@ -441,7 +450,10 @@ fn duplicates(
             groups.len(),
             ids_phrase(vocab, &groups[0], 4)
         ),
-        json!({"tensor": name, "groups": groups.len(), "rows": rows, "first_groups": shown}),
+        json!({
+            "tensor": name, "groups": groups.len(), "rows": rows, "first_groups": shown,
+            "group_sizes": sizes, "total": groups.len(), "truncated": cut(groups.len()),
+        }),
     ));
 }
 
@@ -495,7 +507,10 @@ fn norm_findings(
                     "placeholders are rarely or never trained, so this is expected"
                 }
             ),
-            json!({"tensor": name, "rows": ids.len(), "median_norm": p_med, "overall_median_norm": med, "ids": id_list(vocab, &ids)}),
+            json!({
+                "tensor": name, "rows": ids.len(), "median_norm": p_med, "overall_median_norm": med,
+                "ids": id_list(vocab, &ids), "total": ids.len(), "truncated": cut(ids.len()),
+            }),
         ));
     }
     let (ids, lo, hi) = outliers(live);
@@ -538,6 +553,7 @@ fn norm_findings(
             json!({
                 "tensor": name, "rows": ids.len(), "below": low, "above": ids.len() - low,
                 "low_bound": lo, "high_bound": hi, "placeholder_tokens": unused, "ids": listed,
+                "total": ids.len(), "truncated": cut(ids.len()),
             }),
         ));
     }
