@@ -40,6 +40,10 @@ pub struct Global {
     /// Never draw a progress bar.
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Say on stderr how the work was done (`neighbors`: which search
+    /// kernel ran, and why).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// Revision of a Hub id in the local cache (branch, tag or commit).
     #[arg(long, global = true, default_value = "main", value_name = "REV")]
     pub revision: String,

@@ -6,6 +6,7 @@ mod check;
 mod common;
 mod human;
 mod info;
+mod kernels;
 mod lookup;
 mod neighbors;
 mod regenerate;
