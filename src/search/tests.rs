@@ -457,3 +457,18 @@ fn amx_row_norms_are_the_avx512_bf16_ones_bit_for_bit() {
     };
     assert_eq!(norms_of(Kernel::Amx), norms_of(Kernel::Avx512Bf16));
 }
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn simd_bf16_conversion_is_the_matrix_one() {
+    if !super::x86::has_avx512() {
+        return;
+    }
+    let mut vals = values(37, 4);
+    vals.extend([f32::NAN, f32::INFINITY, -0.0, 1e-39, -3e38]);
+    let (bytes, want) = store(&vals, Dtype::BF16);
+    let mut got = vec![0.0; vals.len()];
+    super::x86::bf16_to_f32(&bytes, &mut got);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&want));
+}

@@ -37,6 +37,34 @@ pub(super) fn has_avx512bf16() -> bool {
         && is_x86_feature_detected!("avx512bf16")
 }
 
+/// Converts little-endian BF16 values (`bytes`, any alignment) to f32
+/// (exactly: a BF16 value is the high half of an f32), AVX-512F.
+pub(super) fn bf16_to_f32(bytes: &[u8], out: &mut [f32]) {
+    assert!(has_avx512());
+    assert_eq!(bytes.len(), 2 * out.len(), "lengths");
+    // SAFETY: the CPU has AVX-512F (checked above).
+    unsafe { bf16_to_f32_impl(bytes, out) }
+}
+
+#[target_feature(enable = "avx512f")]
+fn bf16_to_f32_impl(bytes: &[u8], out: &mut [f32]) {
+    let (chunks, tail) = out.as_chunks_mut::<16>();
+    for (i, chunk) in chunks.iter_mut().enumerate() {
+        // SAFETY: chunk i is values 16 i..16 i + 16, bytes 32 i..32 i + 32 of
+        // `bytes` (twice as long as `out`); loadu/storeu need no alignment.
+        unsafe {
+            let raw = _mm256_loadu_si256(bytes.as_ptr().add(32 * i).cast());
+            let wide = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw));
+            _mm512_storeu_ps(chunk.as_mut_ptr(), _mm512_castsi512_ps(wide));
+        }
+    }
+    let done = chunks.len() * 16;
+    for (j, x) in tail.iter_mut().enumerate() {
+        let at = 2 * (done + j);
+        *x = f32::from_bits(u32::from(u16::from_le_bytes([bytes[at], bytes[at + 1]])) << 16);
+    }
+}
+
 /// The portable block arithmetic compiled for AVX2 (see `Kernel::Avx2`).
 pub(super) fn block_f32_avx2(
     block: &[f32],
