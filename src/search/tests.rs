@@ -290,7 +290,7 @@ fn duplicate_rows_tie_to_the_lower_id() {
         let got = top_k_with(
             kernel,
             &m,
-            &[query.clone()],
+            std::slice::from_ref(&query),
             4,
             Metric::Cosine,
             None,
