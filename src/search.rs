@@ -4,7 +4,7 @@
 //! One pass reads the mapped rows in cache-sized blocks on all cores. Inside
 //! a block every query meets every row while the block is in cache (a small
 //! block matrix product), row norms come from the same pass, and each worker
-//! keeps a bounded top-k per query; the workers' lists are merged at the end.
+//! keeps a shortlist per query; the workers' lists are merged at the end.
 //! Nothing the size of the matrix is ever allocated.
 //!
 //! The arithmetic takes one of several kernels (see `kernels`): AMX tile

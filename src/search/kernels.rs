@@ -1,5 +1,5 @@
 //! The arithmetic of one block: row norms and every query's dot product
-//! with every row, on the widest path the CPU offers.
+//! with every row, on one of the paths the CPU offers.
 //!
 //! `choose` picks the kernel once per search; [`Queries`] holds the queries
 //! in the form that kernel reads (f32, or hi + lo BF16 halves).
