@@ -100,7 +100,8 @@ def main():
     index = json.load(open(os.path.join(args.dir, "model.safetensors.index.json")))
     shard = {t: os.path.join(args.dir, f) for t, f in index["weight_map"].items()}
     embed, head = "model.embed_tokens.weight", "lm_head.weight"
-    tmp = tempfile.mkdtemp(prefix="embscope-bench-")
+    keep = tempfile.TemporaryDirectory(prefix="embscope-bench-")  # removed at exit
+    tmp = keep.name
     notok = os.path.join(tmp, "model")
     os.mkdir(notok)
     for f in os.listdir(args.dir):
