@@ -15,7 +15,8 @@
 //! first find the pages already mapped). `ROWS=N` keeps the first N rows, to
 //! time the arithmetic on data that stays in cache. `POPULATE=1` maps with
 //! `MAP_POPULATE` (page tables filled before the timed part).
-//! `EMBSCOPE_KERNEL=amx|avx512bf16|avx512|avx2|portable` forces a kernel.
+//! `EMBSCOPE_KERNEL=amx|avx512bf16|avx512|avx2|portable` forces a kernel;
+//! `EMBSCOPE_CPU_MASK=amx,avx512bf16,avx512,avx2` hides CPU features.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -106,9 +107,14 @@ fn read(bytes: &[u8]) -> u64 {
 
 fn topk(m: &Matrix, nq: usize) -> String {
     let queries: Vec<Vec<f32>> = (0..nq).map(|i| m.row(i)).collect();
-    let hits = search::top_k(m, &queries, 10, Metric::Cosine, None, &Progress::hidden());
-    let first = hits[0][..3.min(hits[0].len())].to_vec();
-    format!("{first:?}")
+    let found = search::top_k(m, &queries, 10, Metric::Cosine, None, &Progress::hidden())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let hits = &found.lists[0];
+    let first = hits[..3.min(hits.len())].to_vec();
+    format!(
+        "{first:?} kernel={} ({})",
+        found.kernel.name, found.kernel.reason
+    )
 }
 
 /// The `search::scan` driver with the least work per block: counts the

@@ -9,7 +9,10 @@
 # operation runs RUNS times (default 7), each in a fresh process with a warm
 # page cache; the table shows medians of the in-process time (includes the
 # page faults of a fresh mapping), of the whole process, and the largest
-# RssAnon seen. EMBSCOPE_KERNEL=avx512|avx512bf16|amx|... forces a kernel.
+# RssAnon seen. EMBSCOPE_KERNEL=avx512|avx512bf16|amx|... forces a kernel;
+# EMBSCOPE_CPU_MASK=amx,avx512bf16,... hides CPU features (time an AMX
+# machine as one without AMX). For the README's whole table (commands run
+# end to end, interleaved), use benches/table.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILE=${1:-/work/bench-data/llama-bf16.safetensors}

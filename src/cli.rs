@@ -39,6 +39,10 @@ pub struct Global {
     /// Never draw a progress bar.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_progress: bool,
+    /// Say on stderr how the work was done (`neighbors`: which search
+    /// kernel ran, and why).
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
+    pub verbose: bool,
     /// When to colour text output; `auto` colours a terminal unless
     /// NO_COLOR is set or CLICOLOR=0, and CLICOLOR_FORCE=1 colours a pipe.
     #[arg(long, global = true, help_heading = GLOBAL, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]

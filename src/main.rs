@@ -207,6 +207,10 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
         for note in &report.notes {
             eprintln!("note: {note}");
         }
+        if cli.global.verbose {
+            let kernel = &report.kernel;
+            eprintln!("kernel: {} ({})", kernel.name, kernel.reason);
+        }
     }
     render::emit(&report, cli.global.json, &Style::detect(cli.global.color))?;
     Ok(())

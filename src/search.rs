@@ -4,31 +4,38 @@
 //! One pass reads the mapped rows in cache-sized blocks on all cores. Inside
 //! a block every query meets every row while the block is in cache (a small
 //! block matrix product), row norms come from the same pass, and each worker
-//! keeps a bounded top-k per query; the workers' lists are merged at the end.
+//! keeps a shortlist per query; the workers' lists are merged at the end.
 //! Nothing the size of the matrix is ever allocated.
 //!
-//! The arithmetic picks the widest path the CPU has at run time (see the
-//! `kernels` module): AMX tile products or AVX-512 BF16 dot products straight
-//! on the stored bytes of a BF16 matrix, AVX-512 or AVX2 on blocks converted
-//! to f32 otherwise, and a portable path everywhere else. All paths
-//! accumulate in f32 and agree to about 1e-5 of `|row| * |query|`; the BF16
-//! instructions treat subnormal BF16 values (below 1.2e-38) as zero.
+//! The arithmetic takes one of several kernels (see `kernels`): AMX tile
+//! products or AVX-512 BF16 dot products straight on the stored bytes of a
+//! BF16 matrix, AVX-512 or AVX2 on blocks converted to f32, and a portable
+//! path everywhere else. Which one runs is measured per search on the
+//! matrix itself, or forced with `EMBSCOPE_KERNEL` (see `choose`). The
+//! kernels' f32 scores only pick a shortlist per query that provably holds
+//! the true top k; the shortlist is re-scored exactly, in f64 over the
+//! stored values, so the answer and its scores do not depend on the kernel,
+//! the CPU or the number of threads (see `shortlist`).
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
+#[cfg(target_arch = "x86_64")]
+mod bf16;
+mod choose;
 mod kernels;
+mod shortlist;
 #[cfg(target_arch = "x86_64")]
 mod x86;
-
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::Result;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
-use kernels::Kernel;
+pub use choose::KernelChoice;
+use kernels::Queries;
+use shortlist::{Scorer, Shortlist};
 
 /// Raw bytes per block of rows for [`scan`].
 const SCAN_BLOCK_BYTES: usize = 1 << 20;
@@ -36,9 +43,7 @@ const SCAN_BLOCK_BYTES: usize = 1 << 20;
 /// How a row is scored against a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
-    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros. Like
-    /// every score it is accurate to about 1e-5, so a row against itself
-    /// may score a hair above 1.
+    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros.
     Cosine,
     /// The plain dot product.
     Dot,
@@ -49,19 +54,30 @@ pub enum Metric {
 pub struct Hit {
     /// The row (token id).
     pub id: u32,
-    /// The row's score against the query.
+    /// The row's exact score against the query (computed in f64 over the
+    /// stored values), rounded to f32.
     pub score: f32,
+}
+
+/// The answer of [`top_k`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Found {
+    /// Per query, its best rows.
+    pub lists: Vec<Vec<Hit>>,
+    /// The kernel that scanned the matrix, and why.
+    pub kernel: KernelChoice,
 }
 
 /// The `k` best rows for each query, in one pass over the matrix.
 ///
 /// `queries[q]` must have `cols` values; with `mask` (`rows` long), rows
-/// marked `false` are never results. Each list is sorted by score
+/// marked `false` are never results. Each list is sorted by exact score
 /// descending, then id ascending, and holds `min(k, candidates)` hits.
 /// Rows whose score is NaN (a row or query holding NaN or infinities) are
-/// not candidates at all. The result does not depend on the number of
-/// threads.
+/// not candidates at all. The result does not depend on the kernel or the
+/// number of threads.
 ///
+/// Errors when `EMBSCOPE_KERNEL` or `EMBSCOPE_CPU_MASK` is not understood.
 /// Panics if a query or the mask has the wrong length; callers check
 /// these. ([`Matrix::new`] keeps row ids within 32 bits.)
 pub fn top_k(
@@ -71,21 +87,30 @@ pub fn top_k(
     metric: Metric,
     mask: Option<&[bool]>,
     progress: &Progress,
-) -> Vec<Vec<Hit>> {
-    top_k_with(
-        Kernel::best_for(m.dtype(), queries.len()),
-        m,
-        queries,
-        k,
-        metric,
-        mask,
-        progress,
-    )
+) -> Result<Found> {
+    let (prepared, kernel) = choose::choose(m, queries)?;
+    let lists = search(&prepared, m, queries, k, metric, mask, progress);
+    Ok(Found { lists, kernel })
 }
 
 /// [`top_k`] with a chosen kernel, so tests can compare the paths.
+#[cfg(test)]
 fn top_k_with(
-    kernel: Kernel,
+    kernel: kernels::Kernel,
+    m: &Matrix,
+    queries: &[Vec<f32>],
+    k: usize,
+    metric: Metric,
+    mask: Option<&[bool]>,
+    progress: &Progress,
+) -> Vec<Vec<Hit>> {
+    let prepared = Queries::new(kernel, m.dtype(), queries);
+    search(&prepared, m, queries, k, metric, mask, progress)
+}
+
+/// The scan with `prepared` queries, then the exact re-scoring.
+fn search(
+    prepared: &Queries,
     m: &Matrix,
     queries: &[Vec<f32>],
     k: usize,
@@ -105,9 +130,8 @@ fn top_k_with(
         progress.finish();
         return vec![Vec::new(); nq];
     }
-    let prepared = kernels::Queries::new(kernel, m.dtype(), queries);
-    let cosine = metric == Metric::Cosine;
     let q_norms: Vec<f64> = queries.iter().map(|q| norm(q)).collect();
+    let scorer = Scorer::new(prepared.kernel(), cols, metric, &q_norms);
     let block_rows = block_rows(m, prepared.block_bytes());
     let blocks = rows.div_ceil(block_rows);
 
@@ -120,22 +144,14 @@ fn top_k_with(
                 let n = range.len();
                 w.dots.resize(n * nq, 0.0);
                 w.norms.resize(n, 0.0);
-                let norms = cosine.then_some(&mut w.norms[..]);
+                let norms = Some(&mut w.norms[..]);
                 prepared.score_block(m, range.clone(), &mut w.scratch, norms, &mut w.dots);
                 for (i, row) in range.enumerate() {
                     if mask.is_some_and(|mask| !mask[row]) {
                         continue;
                     }
-                    let row_norm = f64::from(w.norms[i]).sqrt();
-                    for (q, list) in w.lists.iter_mut().enumerate() {
-                        let dot = w.dots[i * nq + q];
-                        let score = if cosine {
-                            cosine_of(dot, row_norm, q_norms[q])
-                        } else {
-                            dot
-                        };
-                        list.offer(row as u32, score);
-                    }
+                    let dots = &w.dots[i * nq..(i + 1) * nq];
+                    scorer.offer(row as u32, w.norms[i], dots, &mut w.lists);
                 }
                 progress.inc(n as u64);
                 w
@@ -143,10 +159,12 @@ fn top_k_with(
         )
         .reduce_with(Worker::merge);
     progress.finish();
-    match best {
-        Some(w) => w.lists.into_iter().map(TopK::into_sorted).collect(),
-        None => vec![Vec::new(); nq],
-    }
+    let Some(best) = best else {
+        return vec![Vec::new(); nq];
+    };
+    let candidates = best.lists.into_iter().map(Shortlist::into_ids).collect();
+    let allowed = |i: usize| mask.is_none_or(|mask| mask[i]);
+    shortlist::rescore(m, queries, &q_norms, metric, candidates, k, allowed)
 }
 
 /// Visits the whole matrix once on all cores, a block of rows at a time,
@@ -196,27 +214,15 @@ fn block_rows(m: &Matrix, bytes: usize) -> usize {
 
 /// The Euclidean norm of `v`, accumulated in f64.
 fn norm(v: &[f32]) -> f64 {
-    v.iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt()
+    shortlist::dot64(v, v).sqrt()
 }
 
-/// Cosine from a dot product and the two norms; 0 when a norm is 0.
-fn cosine_of(dot: f32, row_norm: f64, query_norm: f64) -> f32 {
-    if row_norm == 0.0 || query_norm == 0.0 {
-        0.0
-    } else {
-        (f64::from(dot) / (row_norm * query_norm)) as f32
-    }
-}
-
-/// One worker's buffers and its per-query best lists.
+/// One worker's buffers and its per-query shortlists.
 struct Worker {
     scratch: Vec<f32>,
     norms: Vec<f32>,
     dots: Vec<f32>,
-    lists: Vec<TopK>,
+    lists: Vec<Shortlist>,
 }
 
 impl Worker {
@@ -225,81 +231,18 @@ impl Worker {
             scratch: Vec::new(),
             norms: Vec::new(),
             dots: Vec::new(),
-            lists: (0..nq).map(|_| TopK::new(k)).collect(),
+            lists: (0..nq).map(|_| Shortlist::new(k)).collect(),
         }
     }
 
     fn merge(mut self, other: Worker) -> Worker {
-        for (mine, theirs) in self.lists.iter_mut().zip(other.lists) {
-            for Reverse(c) in theirs.heap {
-                mine.offer(c.0.id, c.0.score);
-            }
-        }
-        self
-    }
-}
-
-/// A hit ordered so that greater is better: higher score, then lower id.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Ranked(Hit);
-
-impl Eq for Ranked {}
-
-impl Ord for Ranked {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.0.score.total_cmp(&other.0.score)).then(other.0.id.cmp(&self.0.id))
-    }
-}
-
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// The best `k` hits seen so far, worst on top.
-struct TopK {
-    k: usize,
-    heap: BinaryHeap<Reverse<Ranked>>,
-    /// The worst kept score once the heap is full, for a cheap first test.
-    floor: f32,
-}
-
-impl TopK {
-    fn new(k: usize) -> Self {
-        TopK {
-            k,
-            heap: BinaryHeap::with_capacity(k.min(1 << 16)),
-            floor: f32::NEG_INFINITY,
-        }
-    }
-
-    /// Keeps `(id, score)` if it is among the best `k`; NaN is never kept.
-    fn offer(&mut self, id: u32, score: f32) {
-        if score.is_nan() || score < self.floor {
-            return;
-        }
-        let hit = Ranked(Hit { id, score });
-        if self.heap.len() < self.k {
-            self.heap.push(Reverse(hit));
-        } else if let Some(mut worst) = self.heap.peek_mut()
-            && hit > worst.0
-        {
-            *worst = Reverse(hit);
-        } else {
-            return;
-        }
-        if self.heap.len() == self.k {
-            self.floor = self.heap.peek().map_or(f32::NEG_INFINITY, |w| w.0.0.score);
-        }
-    }
-
-    fn into_sorted(self) -> Vec<Hit> {
-        self.heap
-            .into_sorted_vec()
+        self.lists = self
+            .lists
             .into_iter()
-            .map(|Reverse(r)| r.0)
-            .collect()
+            .zip(other.lists)
+            .map(|(mine, theirs)| mine.merge(theirs))
+            .collect();
+        self
     }
 }
 

@@ -7,6 +7,7 @@ mod common;
 mod conventions;
 mod human;
 mod info;
+mod kernels;
 mod lookup;
 mod neighbors;
 mod regenerate;

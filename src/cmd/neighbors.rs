@@ -10,7 +10,7 @@ use crate::cmd::lookup::{encode_text, need_vocab, unknown_token};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
-use crate::search::{self, Hit, Metric};
+use crate::search::{self, Hit, KernelChoice, Metric};
 use crate::vocab::{Vocab, WordMatch};
 use crate::{Error, Result};
 
@@ -81,6 +81,8 @@ pub struct NeighborsReport {
     pub queries: Vec<Answer>,
     /// How words were resolved, clamps and other notes.
     pub notes: Vec<String>,
+    /// The search kernel that ran, and why (results do not depend on it).
+    pub kernel: KernelChoice,
 }
 
 /// The answer to one query.
@@ -179,19 +181,19 @@ pub fn run(
         terms.iter().map(|t| own_ids(t).len()).max().unwrap_or(0)
     };
     let progress = Progress::new(req.progress, m.rows() as u64, "scanning");
-    let lists = search::top_k(
+    let found = search::top_k(
         &m,
         &vectors,
         k + exclude_max,
         req.metric,
         mask.as_deref(),
         &progress,
-    );
+    )?;
     let queries = req
         .queries
         .iter()
         .zip(terms)
-        .zip(lists)
+        .zip(found.lists)
         .map(|((spec, terms), hits)| {
             let own = own_ids(&terms);
             let results = hits
@@ -228,6 +230,7 @@ pub fn run(
         k,
         queries,
         notes,
+        kernel: found.kernel,
     };
     if let Some(v) = vocab {
         report.name_tokens(v);

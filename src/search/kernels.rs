@@ -1,8 +1,8 @@
 //! The arithmetic of one block: row norms and every query's dot product
-//! with every row, on the widest path the CPU offers.
+//! with every row, on one of the paths the CPU offers.
 //!
-//! [`Kernel::best_for`] picks the path once per search; [`Queries`] holds
-//! the queries in the form that path reads (f32, or hi + lo BF16 halves).
+//! `choose` picks the kernel once per search; [`Queries`] holds the queries
+//! in the form that kernel reads (f32, or hi + lo BF16 halves).
 //! The portable path is plain Rust and is the reference the SIMD paths are
 //! tested against.
 
@@ -33,47 +33,11 @@ pub(super) enum Kernel {
 }
 
 impl Kernel {
-    /// The fastest kernel this CPU runs for `nq` queries on a matrix of
-    /// `dtype`. For BF16: from [`AMX_QUERIES`] on, AMX (which always
-    /// computes 32 queries at once); else below [`MANY_QUERIES`], BF16 dot
-    /// products (two per query, hi and lo, or one for a query exact in
-    /// BF16; the pass is memory-bound); from there on, f32 FMA on converted
-    /// blocks, which does more work per cycle than the BF16 dot products on
-    /// the machines measured. Other dtypes: the widest f32 path.
-    ///
-    /// The environment variable `EMBSCOPE_KERNEL` (`portable`, `avx2`,
-    /// `avx512`, `avx512bf16`, `amx`) forces a kernel when the CPU has it,
-    /// for benchmarks and to rule out a kernel when chasing a bug.
-    pub(super) fn best_for(dtype: Dtype, nq: usize) -> Kernel {
-        let available = Kernel::available(dtype);
-        if let Ok(name) = std::env::var("EMBSCOPE_KERNEL")
-            && let Some(k) = available.iter().find(|k| k.name() == name)
-        {
-            return *k;
-        }
-        #[cfg(target_arch = "x86_64")]
-        {
-            let has = |k| available.contains(&k);
-            #[cfg(target_os = "linux")]
-            if has(Kernel::Amx) && nq >= AMX_QUERIES {
-                return Kernel::Amx;
-            }
-            if has(Kernel::Avx512Bf16) && nq < MANY_QUERIES {
-                return Kernel::Avx512Bf16;
-            }
-            for k in [Kernel::Avx512, Kernel::Avx2] {
-                if has(k) {
-                    return k;
-                }
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (nq, available);
-        Kernel::Portable
-    }
+    /// Every kernel's name, as `EMBSCOPE_KERNEL` spells it, on any CPU.
+    pub(super) const NAMES: [&'static str; 5] = ["portable", "avx2", "avx512", "avx512bf16", "amx"];
 
     /// The kernel's name, as `EMBSCOPE_KERNEL` spells it.
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Kernel::Portable => "portable",
             #[cfg(target_arch = "x86_64")]
@@ -94,6 +58,43 @@ impl Kernel {
         return self == Kernel::Amx;
         #[cfg(not(target_os = "linux"))]
         false
+    }
+
+    /// True for the kernels that read BF16 bytes with queries split into
+    /// BF16 halves (see `Halves`).
+    pub(super) fn reads_bf16(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return self == Kernel::Avx512Bf16 || self.is_amx();
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// An upper bound on the number of successive f32 roundings any one
+    /// product goes through on its way into a dot product or squared norm
+    /// of `cols` columns (the "depth" of the sum in Higham's error bound;
+    /// see `shortlist`).
+    pub(super) fn depth(self, cols: usize) -> usize {
+        // Lanes of 16 summed in column order, then a 4-level tree; the
+        // portable code rounds each product too (+1) and adds the tail into
+        // the lanes (+1).
+        let lanes = cols.div_ceil(16) + 6;
+        match self {
+            Kernel::Portable => lanes,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => lanes,
+            // Dot-style tiles (as `lanes`), or panels: KC columns in order
+            // per slice, then the slices' sums in order.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => lanes.max(super::x86::KC + cols.div_ceil(super::x86::KC) + 1),
+            // Per 32-column chunk a lane adds 2 products of `hi` and 2 of
+            // `lo`; then the 4-level tree.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Bf16 => 4 * cols.div_ceil(32) + 4,
+            // A tile product adds its 32 columns' products in turn, for `hi`
+            // then `lo`; the rows past the last tile pair take AVX-512 BF16.
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            Kernel::Amx => 2 * cols + 4 * cols.div_ceil(32) + 8,
+        }
     }
 
     /// Every kernel this CPU runs for `dtype`, slowest first.
@@ -129,7 +130,7 @@ pub(super) struct Queries {
     f32: Vec<f32>,
     /// The queries' BF16 halves (the BF16 and AMX kernels).
     #[cfg(target_arch = "x86_64")]
-    halves: Option<super::x86::Halves>,
+    halves: Option<super::bf16::Halves>,
     /// The queries transposed for the many-query AVX-512 kernel.
     #[cfg(target_arch = "x86_64")]
     panels: Option<super::x86::Transposed>,
@@ -137,25 +138,8 @@ pub(super) struct Queries {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     tiles: Option<super::amx::Packed>,
     /// The number of queries.
-    #[cfg(target_arch = "x86_64")]
     nq: usize,
 }
-
-/// From this many queries on, a BF16 matrix leaves the BF16 dot products
-/// for AMX tiles. Measured on a 128256 × 4096 matrix on a 2-core machine
-/// (medians, ms, BF16 / AMX), queries taken from rows (exact in BF16) and
-/// expressions of three rows (not): 4 queries 124 / 133 and 131 / 138; 5
-/// queries 136 / 132 and 151 / 137; 6 queries 138 / 132 and 160 / 138; 8
-/// queries 148 / 131 and 184 / 138.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-const AMX_QUERIES: usize = 5;
-
-/// Without AMX, from this many queries on, a BF16 matrix leaves the BF16
-/// dot products for the f32 panels. Measured on a 128256 × 4096 matrix on a
-/// busy 2-core machine (medians, ms): 8 queries BF16 215, f32 300; 16
-/// queries BF16 400-620, f32 310 (queries not exact in BF16).
-#[cfg(target_arch = "x86_64")]
-const MANY_QUERIES: usize = 12;
 
 /// From this many queries on, the AVX-512 path multiplies 16 queries per
 /// vector instead of summing each dot product across a vector.
@@ -180,7 +164,7 @@ impl Queries {
                 !bf16_bytes || dtype == Dtype::BF16,
                 "the BF16 kernels read BF16 bytes"
             );
-            let halves = bf16_bytes.then(|| super::x86::Halves::new(&flat, cols));
+            let halves = bf16_bytes.then(|| super::bf16::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES)
                 .then(|| super::x86::Transposed::new(&flat, cols));
             Queries {
@@ -199,8 +183,22 @@ impl Queries {
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = dtype;
-            Queries { kernel, f32: flat }
+            Queries {
+                kernel,
+                f32: flat,
+                nq: queries.len(),
+            }
         }
+    }
+
+    /// The kernel these queries are laid out for.
+    pub(super) fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// The number of queries.
+    pub(super) fn len(&self) -> usize {
+        self.nq
     }
 
     /// Raw bytes per block of rows: 256 KiB of stored rows, sized for a
@@ -238,11 +236,19 @@ impl Queries {
                 let rest = &bytes[done * cols * 2..];
                 let rest_norms = norms.map(|n| &mut n[done..]);
                 let rest_dots = &mut dots[done * self.nq..];
-                return super::x86::block_bf16(rest, cols, halves, rest_norms, rest_dots);
+                return super::bf16::block_bf16(rest, cols, halves, rest_norms, rest_dots);
             }
-            return super::x86::block_bf16(bytes, cols, halves, norms, dots);
+            return super::bf16::block_bf16(bytes, cols, halves, norms, dots);
         }
         scratch.resize(rows.len() * cols, 0.0);
+        #[cfg(target_arch = "x86_64")]
+        if self.kernel == Kernel::Avx512 && m.dtype() == Dtype::BF16 {
+            // The same values as `block_into`, converted 16 at a time.
+            super::x86::bf16_to_f32(m.block_bytes(rows), scratch);
+        } else {
+            m.block_into(rows, scratch);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
         m.block_into(rows, scratch);
         match self.kernel {
             Kernel::Portable => block_f32(scratch, cols, &self.f32, norms, dots),

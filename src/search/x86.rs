@@ -1,5 +1,6 @@
-//! x86-64 SIMD kernels: AVX-512 BF16 dot products on stored BF16 bytes,
-//! AVX-512F FMA on f32 blocks, and the portable code compiled for AVX2.
+//! x86-64 SIMD kernels on f32 blocks: AVX-512F FMA and the portable code
+//! compiled for AVX2; and the CPU feature tests of every x86 kernel
+//! (`EMBSCOPE_CPU_MASK` can hide features, see `choose`).
 //!
 //! Each block is cut into register tiles of `R` rows × `Q` queries; a tile
 //! keeps `R * Q` (plus `R` norm) accumulators in registers while it walks the
@@ -16,19 +17,52 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
+use super::choose::masked;
+
 /// True when the CPU runs the AVX2 + FMA path.
 pub(super) fn has_avx2() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    !masked("avx2") && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
 }
 
 /// True when the CPU runs the AVX-512F path.
 pub(super) fn has_avx512() -> bool {
-    is_x86_feature_detected!("avx512f")
+    !masked("avx512") && is_x86_feature_detected!("avx512f")
 }
 
 /// True when the CPU runs the AVX-512 BF16 path.
 pub(super) fn has_avx512bf16() -> bool {
-    has_avx512() && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512bf16")
+    !masked("avx512bf16")
+        && has_avx512()
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512bf16")
+}
+
+/// Converts little-endian BF16 values (`bytes`, any alignment) to f32
+/// (exactly: a BF16 value is the high half of an f32), AVX-512F.
+pub(super) fn bf16_to_f32(bytes: &[u8], out: &mut [f32]) {
+    assert!(has_avx512());
+    assert_eq!(bytes.len(), 2 * out.len(), "lengths");
+    // SAFETY: the CPU has AVX-512F (checked above).
+    unsafe { bf16_to_f32_impl(bytes, out) }
+}
+
+#[target_feature(enable = "avx512f")]
+fn bf16_to_f32_impl(bytes: &[u8], out: &mut [f32]) {
+    let (chunks, tail) = out.as_chunks_mut::<16>();
+    for (i, chunk) in chunks.iter_mut().enumerate() {
+        // SAFETY: chunk i is values 16 i..16 i + 16, bytes 32 i..32 i + 32 of
+        // `bytes` (twice as long as `out`); loadu/storeu need no alignment.
+        unsafe {
+            let raw = _mm256_loadu_si256(bytes.as_ptr().add(32 * i).cast());
+            let wide = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw));
+            _mm512_storeu_ps(chunk.as_mut_ptr(), _mm512_castsi512_ps(wide));
+        }
+    }
+    let done = chunks.len() * 16;
+    for (j, x) in tail.iter_mut().enumerate() {
+        let at = 2 * (done + j);
+        *x = f32::from_bits(u32::from(u16::from_le_bytes([bytes[at], bytes[at + 1]])) << 16);
+    }
 }
 
 /// The portable block arithmetic compiled for AVX2 (see `Kernel::Avx2`).
@@ -83,191 +117,6 @@ fn shapes(
         assert_eq!(norms.len(), rows, "norms length");
     }
     (rows, nq)
-}
-
-/// Queries split into BF16 halves for the BF16 kernels: `hi = bf16(q)` and
-/// `lo = bf16(q - hi)`, which together carry about 16 significant bits of
-/// `q`. A query taken from a BF16 row has `lo` all zero, and its `lo`
-/// products are skipped.
-pub(super) struct Halves {
-    /// The `hi` halves, queries back to back.
-    pub(super) hi: Vec<u16>,
-    /// The `lo` halves, queries back to back.
-    pub(super) lo: Vec<u16>,
-    /// Per query: its `lo` half is all (signed) zeros.
-    pub(super) exact: Vec<bool>,
-}
-
-impl Halves {
-    /// Splits queries of `cols` values, stored back to back.
-    pub(super) fn new(queries: &[f32], cols: usize) -> Self {
-        let to_bits = |x: f32| half::bf16::from_f32(x).to_bits();
-        let hi: Vec<u16> = queries.iter().map(|&x| to_bits(x)).collect();
-        let lo: Vec<u16> = hi
-            .iter()
-            .zip(queries)
-            .map(|(&h, &x)| to_bits(x - half::bf16::from_bits(h).to_f32()))
-            .collect();
-        let exact = lo
-            .chunks_exact(cols)
-            .map(|lo| lo.iter().all(|&b| b & 0x7fff == 0))
-            .collect();
-        Halves { hi, lo, exact }
-    }
-}
-
-/// Row norms and dot products for a block of stored BF16 rows (`block`,
-/// little-endian, any alignment) against at least one query. Layout as in
-/// `Queries::score_block`.
-pub(super) fn block_bf16(
-    block: &[u8],
-    cols: usize,
-    queries: &Halves,
-    mut norms: Option<&mut [f32]>,
-    dots: &mut [f32],
-) {
-    assert!(has_avx512bf16());
-    let (hi, lo) = (&queries.hi[..], &queries.lo[..]);
-    assert_eq!(hi.len(), lo.len());
-    assert_eq!(block.len() % 2, 0);
-    let (rows, nq) = shapes(block.len() / 2, cols, hi.len(), norms.as_deref(), dots);
-    assert!(nq > 0 && queries.exact.len() == nq, "queries");
-    let mut q0 = 0;
-    while q0 < nq {
-        let qn = (nq - q0).min(4);
-        let with_norms = q0 == 0 && norms.is_some();
-        let n: &mut [f32] = match norms.as_deref_mut() {
-            Some(n) if with_norms => n,
-            _ => &mut [],
-        };
-        let with_lo = !queries.exact[q0..q0 + qn].iter().all(|&e| e);
-        macro_rules! walk {
-            ($norms:literal, $lo:literal) => {
-                dispatch!(
-                    walk_bf16::<$norms, $lo>,
-                    qn,
-                    (block, cols, rows, hi, lo, q0, nq, n, dots)
-                )
-            };
-        }
-        // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).
-        unsafe {
-            match (with_norms, with_lo) {
-                (false, false) => walk!(false, false),
-                (false, true) => walk!(false, true),
-                (true, false) => walk!(true, false),
-                (true, true) => walk!(true, true),
-            }
-        };
-        q0 += qn;
-    }
-}
-
-/// All row tiles of one query tile, BF16 path; `LO` false skips the `lo`
-/// products (all of the tile's queries are exact BF16).
-#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-#[allow(clippy::too_many_arguments)]
-fn walk_bf16<const R: usize, const Q: usize, const NORMS: bool, const LO: bool>(
-    block: &[u8],
-    cols: usize,
-    rows: usize,
-    hi: &[u16],
-    lo: &[u16],
-    q0: usize,
-    nq: usize,
-    norms: &mut [f32],
-    dots: &mut [f32],
-) {
-    let mut r0 = 0;
-    while r0 + R <= rows {
-        tile_bf16::<R, Q, NORMS, LO>(block, cols, r0, hi, lo, q0, nq, norms, dots);
-        r0 += R;
-    }
-    for r in r0..rows {
-        tile_bf16::<1, Q, NORMS, LO>(block, cols, r, hi, lo, q0, nq, norms, dots);
-    }
-}
-
-/// Loads 32 BF16 values from `p`, or the first `mask.count_ones()` of them
-/// with the rest zero.
-///
-/// # Safety
-/// The CPU has AVX-512BW, and the 32 × 2 bytes at `p` whose mask bit is set
-/// are readable (masked-off elements are never accessed).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn load_bf16(p: *const u8, mask: __mmask32) -> __m512bh {
-    // SAFETY: per the contract; maskz_loadu has no alignment requirement and
-    // suppresses faults on masked-off elements.
-    let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.cast::<i16>()) };
-    // SAFETY: both are plain 512-bit vectors; every bit pattern is valid.
-    unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
-}
-
-/// One tile of `R` rows from `r0` × `Q` queries from `q0`, BF16 path: each
-/// product `row · q` is accumulated as `row · hi + row · lo` (`row · hi`
-/// alone without `LO`), and with `NORMS` the row's squared norm as
-/// `row · row` (exact BF16 products).
-#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-#[allow(clippy::too_many_arguments)]
-fn tile_bf16<const R: usize, const Q: usize, const NORMS: bool, const LO: bool>(
-    block: &[u8],
-    cols: usize,
-    r0: usize,
-    hi: &[u16],
-    lo: &[u16],
-    q0: usize,
-    nq: usize,
-    norms: &mut [f32],
-    dots: &mut [f32],
-) {
-    assert!((r0 + R) * cols * 2 <= block.len());
-    assert!((q0 + Q) * cols <= hi.len() && (q0 + Q) * cols <= lo.len());
-    let row_ptr: [*const u8; R] = from_fn(|r| block[(r0 + r) * cols * 2..].as_ptr());
-    let hi_ptr: [*const u8; Q] = from_fn(|q| hi[(q0 + q) * cols..].as_ptr().cast());
-    let lo_ptr: [*const u8; Q] = from_fn(|q| lo[(q0 + q) * cols..].as_ptr().cast());
-    let mut acc = [[_mm512_setzero_ps(); Q]; R];
-    let mut norm_acc = [_mm512_setzero_ps(); R];
-    let mut c = 0;
-    while c < cols {
-        let mask: __mmask32 = if cols - c >= 32 {
-            !0
-        } else {
-            (1u32 << (cols - c)) - 1
-        };
-        // SAFETY: the asserts above put columns c..min(c + 32, cols) of rows
-        // r0..r0 + R and of queries q0..q0 + Q inside `block`, `hi` and `lo`;
-        // `mask` selects exactly those columns.
-        let x: [__m512bh; R] = from_fn(|r| unsafe { load_bf16(row_ptr[r].add(2 * c), mask) });
-        for q in 0..Q {
-            // SAFETY: as above.
-            let h = unsafe { load_bf16(hi_ptr[q].add(2 * c), mask) };
-            for r in 0..R {
-                acc[r][q] = _mm512_dpbf16_ps(acc[r][q], x[r], h);
-            }
-            if LO {
-                // SAFETY: as above.
-                let l = unsafe { load_bf16(lo_ptr[q].add(2 * c), mask) };
-                for r in 0..R {
-                    acc[r][q] = _mm512_dpbf16_ps(acc[r][q], x[r], l);
-                }
-            }
-        }
-        if NORMS {
-            for r in 0..R {
-                norm_acc[r] = _mm512_dpbf16_ps(norm_acc[r], x[r], x[r]);
-            }
-        }
-        c += 32;
-    }
-    for r in 0..R {
-        for q in 0..Q {
-            dots[(r0 + r) * nq + q0 + q] = _mm512_reduce_add_ps(acc[r][q]);
-        }
-        if NORMS {
-            norms[r0 + r] = _mm512_reduce_add_ps(norm_acc[r]);
-        }
-    }
 }
 
 /// Row norms and dot products for a block of f32 rows, AVX-512F path.
@@ -394,7 +243,7 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool>(
 
 /// Columns per pass of the many-query kernel: a 64-query panel of this many
 /// columns (32 KiB) stays in L1 while every row tile of the block uses it.
-const KC: usize = 128;
+pub(super) const KC: usize = 128;
 
 /// Queries laid out for [`block_f32_panels`]: column-major, `lanes` values
 /// per column (the query count rounded up to 16, zero padded).

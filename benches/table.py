@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Prints the README's performance table: every figure of issue 10, measured
+side by side in one run on a Llama-3-shaped checkpoint.
+
+    benches/table.py [DIR] [-r RUNS] [--all-kernels]
+
+DIR (default /work/bench-data/llama3) is the 128256 x 4096 BF16, two-shard,
+untied checkpoint that `cargo run --release --example gen-fixtures --
+--llama3 DIR` writes. The script builds `embscope` and the `kernel` bench in
+release mode (CARGO_TARGET_DIR is honoured), warms the page cache, then runs
+every command RUNS times (default 9) in a fresh process each, interleaved:
+round 1 of every command, then round 2, and so on, so that load from other
+work on a shared machine falls on all of them alike. It prints medians and
+quartiles of wall time, then the derived figures:
+
+- 1 query against a plain all-cores read of the embedding (`kernel read`);
+- the cost of each extra query (64 queries against 1), with the default
+  kernel and with AMX hidden (`EMBSCOPE_CPU_MASK=amx`);
+- the default kernel against the best forced one (`EMBSCOPE_KERNEL=...`)
+  at 1, 4, 16 and 64 queries (forced: the contenders `avx512`,
+  `avx512bf16`, `amx` this CPU has; `--all-kernels` adds `avx2` and
+  `portable`, which take many seconds at 64 queries);
+- `check` of both matrices against the read of both;
+- peak RssAnon of 64 queries (sampled every millisecond from /proc).
+
+Queries are `#ID`s (no tokenizer needed), run on a copy of DIR without the
+tokenizer (symbolic links), so the scan is what is timed; `check` is timed
+both with and without the tokenizer.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build():
+    """Builds both binaries; returns (embscope, kernel bench) paths."""
+    subprocess.run(["cargo", "build", "--release", "--bin", "embscope"], cwd=ROOT, check=True)
+    out = subprocess.run(
+        ["cargo", "bench", "--bench", "kernel", "--no-run", "--message-format=json"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    bench = [json.loads(l)["executable"] for l in out.splitlines()
+             if '"executable":"' in l and "/kernel-" in l][-1]
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "release", "embscope"), bench
+
+
+def run(argv, env, sample_rss=False):
+    """Wall and CPU (user + system) milliseconds of one run, and its peak
+    RssAnon in KiB when sampled."""
+    start = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG if sample_rss else 0)
+        if pid:
+            break
+        try:
+            with open(f"/proc/{p.pid}/status") as f:
+                m = re.search(r"RssAnon:\s+(\d+)", f.read())
+                peak = max(peak, int(m.group(1)) if m else 0)
+        except OSError:
+            pass
+        time.sleep(0.001)
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    ms = (time.perf_counter() - start) * 1e3
+    code = p.returncode
+    if code not in (0, 1):  # check exits 1 on findings
+        sys.exit(f"exit {code}: {shlex.join(argv)}")
+    return ms, (usage.ru_utime + usage.ru_stime) * 1e3, peak
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        info = f.read()
+    name = re.search(r"model name\s*:\s*(.*)", info).group(1)
+    model = re.search(r"model\s*:\s*(\d+)", info).group(1)
+    flags = re.search(r"flags\s*:\s*(.*)", info).group(1).split()
+    has = [f for f in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if f in flags]
+    return f"{name} (model {model}), {os.cpu_count()} cores, {' '.join(has)}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("dir", nargs="?", default="/work/bench-data/llama3")
+    p.add_argument("-r", "--runs", type=int, default=9)
+    p.add_argument("--all-kernels", action="store_true")
+    args = p.parse_args()
+    embscope, bench = build()
+    index = json.load(open(os.path.join(args.dir, "model.safetensors.index.json")))
+    shard = {t: os.path.join(args.dir, f) for t, f in index["weight_map"].items()}
+    embed, head = "model.embed_tokens.weight", "lm_head.weight"
+    keep = tempfile.TemporaryDirectory(prefix="embscope-bench-")  # removed at exit
+    tmp = keep.name
+    notok = os.path.join(tmp, "model")
+    os.mkdir(notok)
+    for f in os.listdir(args.dir):
+        if f.endswith(".safetensors") or f in ("config.json", "model.safetensors.index.json"):
+            os.symlink(os.path.join(os.path.abspath(args.dir), f), os.path.join(notok, f))
+    batches = {}
+    for n in (1, 4, 16, 64):
+        path = os.path.join(tmp, f"ids{n}.txt")
+        with open(path, "w") as f:
+            f.writelines(f"#{(1000 + 2003 * i) % 128256}\n" for i in range(n))
+        batches[n] = path
+    for f in set(shard.values()):
+        subprocess.run(["cat", f], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+
+    base = dict(os.environ)
+    for var in ("EMBSCOPE_KERNEL", "EMBSCOPE_CPU_MASK"):
+        base.pop(var, None)
+    probe = subprocess.run(
+        [embscope, "neighbors", notok, "#1"], env={**base, "EMBSCOPE_KERNEL": "?"},
+        capture_output=True, text=True).stderr
+    available = probe.strip().rsplit(": ", 1)[1].rstrip(")").split(", ")
+    forced = [k for k in available
+              if args.all_kernels or k in ("avx512", "avx512bf16", "amx")]
+
+    cmds = []  # (label, argv, extra env)
+    cmds.append(("read embedding", [bench, "read", shard[embed], embed], {}))
+    cmds.append(("read head", [bench, "read", shard[head], head], {}))
+
+    def nb(n):
+        return [embscope, "--json", "neighbors", notok, "--no-progress", "--batch", batches[n]]
+
+    for n in (1, 4, 16, 64):
+        cmds.append((f"{n} q default", nb(n), {}))
+        for k in forced:
+            cmds.append((f"{n} q {k}", nb(n), {"EMBSCOPE_KERNEL": k}))
+    for n in (1, 64):
+        cmds.append((f"{n} q default, amx masked", nb(n), {"EMBSCOPE_CPU_MASK": "amx"}))
+    cmds.append(("check, no tokenizer", [embscope, "--json", "check", notok, "--no-progress"], {}))
+    cmds.append(("check, with tokenizer", [embscope, "--json", "check", args.dir, "--no-progress"], {}))
+
+    times = {label: [] for label, _, _ in cmds}
+    cpu = {label: [] for label, _, _ in cmds}
+    rss = []
+    for rnd in range(args.runs + 1):  # round 0 warms up
+        for label, argv, env in cmds:
+            sample = label == "64 q default"
+            ms, cpu_ms, peak = run(argv, {**base, **env}, sample_rss=sample)
+            if rnd > 0:
+                times[label].append(ms)
+                cpu[label].append(cpu_ms)
+                if sample:
+                    rss.append(peak)
+    med = {l: statistics.median(t) for l, t in times.items()}
+    cpu_med = {l: statistics.median(t) for l, t in cpu.items()}
+    read = med["read embedding"]
+    print(f"CPU: {cpu_name()}; load average before: {os.getloadavg()[0]:.1f}")
+    print(f"{args.runs} interleaved rounds (after one warm-up round), medians [quartiles]\n")
+    print("| command | wall ms | quartiles | vs read of the embedding | CPU ms (user + sys) |")
+    print("|---|---|---|---|---|")
+    for label, _, env in cmds:
+        t = times[label]
+        q1, _, q3 = statistics.quantiles(t, n=4) if len(t) > 1 else (t[0], 0, t[0])
+        envs = " ".join(f"{k}={v}" for k, v in env.items())
+        name = f"{label} ({envs})" if envs else label
+        print(f"| {name} | {med[label]:.0f} | {q1:.0f}–{q3:.0f} | {med[label] / read:.2f}× "
+              f"| {cpu_med[label]:.0f} |")
+    both = read + med["read head"]
+    print()
+    print(f"- 1 query / read: {med['1 q default'] / read:.2f}× (goal ≤ 1.2×)")
+    cores = os.cpu_count()
+    for tag in ("default", "default, amx masked"):
+        extra = (med[f"64 q {tag}"] - med[f"1 q {tag}"]) / 63
+        extra_cpu = (cpu_med[f"64 q {tag}"] - cpu_med[f"1 q {tag}"]) / 63 / cores
+        print(f"- per extra query, {tag}: {extra:.2f} ms wall, {extra_cpu:.2f} ms of CPU time "
+              f"per core (goal ≤ 1 ms with AMX, ≤ 2 ms without)")
+    for n in (1, 4, 16, 64):
+        best = min(forced, key=lambda k: med[f"{n} q {k}"])
+        ratio = med[f"{n} q default"] / med[f"{n} q {best}"]
+        print(f"- {n} queries: default / best forced ({best}) = {ratio:.2f} (goal ≤ 1.10)")
+    for tag in ("no tokenizer", "with tokenizer"):
+        print(f"- check, {tag} / read of both ({both:.0f} ms): "
+              f"{med['check, ' + tag] / both:.2f}× (goal ≤ 1.3×)")
+    print(f"- peak RssAnon, 64 queries: {max(rss) / 1024:.1f} MiB (goal ≤ 64 MiB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+//! Which kernel a search runs, and why: forced by `EMBSCOPE_KERNEL`, or
+//! measured on the matrix itself.
+//!
+//! Without `EMBSCOPE_KERNEL`, the contenders are the BF16 kernels the CPU
+//! has (for a BF16 matrix) and its widest f32 kernel. On a matrix of at
+//! least [`PROBE_MIN_BYTES`], each contender scores the same first
+//! [`PROBE_BYTES`] of rows against the real queries, interleaved over
+//! [`PROBE_ROUNDS`] rounds after one warm-up run (which faults the pages
+//! in); the fastest run of each counts, and the fastest contender takes the
+//! whole scan. The rows are in cache by then, so this measures the
+//! arithmetic, which is what differs between kernels; the probe costs a few
+//! block computations, about 1% of a scan of the matrix. (From 16 queries
+//! on it takes fewer rows, down to 32.) Results do not depend on the
+//! choice: the search re-scores its shortlist exactly.
+//!
+//! `EMBSCOPE_CPU_MASK=amx,avx512bf16,...` hides CPU features from detection
+//! (hiding `avx512` hides the BF16 and AMX kernels too, as they need it), so
+//! a benchmark can time a machine without them.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::kernels::{Kernel, Queries};
+use crate::matrix::Matrix;
+use crate::{Error, Result};
+
+/// The CPU features `EMBSCOPE_CPU_MASK` can hide.
+const FEATURES: [&str; 4] = ["avx2", "avx512", "avx512bf16", "amx"];
+
+/// Matrices smaller than this are not worth measuring: the widest
+/// contender runs.
+const PROBE_MIN_BYTES: usize = 32 << 20;
+
+/// Stored bytes of rows each contender scores per probe run.
+const PROBE_BYTES: usize = 1 << 20;
+
+/// Timed runs per contender (the fastest counts).
+const PROBE_ROUNDS: usize = 3;
+
+/// The kernel a search ran, and why it was chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KernelChoice {
+    /// As `EMBSCOPE_KERNEL` spells it: `portable`, `avx2`, `avx512`,
+    /// `avx512bf16` or `amx`.
+    pub name: &'static str,
+    /// Why: forced, the only contender, or the measured speeds.
+    pub reason: String,
+}
+
+/// True when `EMBSCOPE_CPU_MASK` hides `feature` (one of [`FEATURES`]).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn masked(feature: &str) -> bool {
+    mask()
+        .as_ref()
+        .is_ok_and(|m| m.iter().any(|f| f == feature))
+}
+
+/// `EMBSCOPE_CPU_MASK`, parsed once per process.
+fn mask() -> &'static Result<Vec<String>, String> {
+    static MASK: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
+    MASK.get_or_init(|| {
+        let Some(value) = std::env::var_os("EMBSCOPE_CPU_MASK") else {
+            return Ok(Vec::new());
+        };
+        let value = value.to_string_lossy();
+        let mut hidden = Vec::new();
+        for f in value.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+            if !FEATURES.contains(&f) {
+                return Err(format!(
+                    "EMBSCOPE_CPU_MASK={value}: `{f}` is not a feature it can hide (features: {})",
+                    FEATURES.join(", ")
+                ));
+            }
+            hidden.push(f.to_string());
+        }
+        Ok(hidden)
+    })
+}
+
+/// The kernel `EMBSCOPE_KERNEL` names, if set and not empty; an error if it
+/// names no kernel, or one not in `available`.
+fn forced(available: &[Kernel], what: &str) -> Result<Option<Kernel>> {
+    let Some(name) = std::env::var_os("EMBSCOPE_KERNEL") else {
+        return Ok(None);
+    };
+    let name = name.to_string_lossy();
+    if name.is_empty() {
+        return Ok(None);
+    }
+    if let Some(k) = available.iter().find(|k| k.name() == name) {
+        return Ok(Some(*k));
+    }
+    let list: Vec<&str> = available.iter().map(|k| k.name()).collect();
+    let list = list.join(", ");
+    Err(Error::BadInput(if Kernel::NAMES.contains(&&*name) {
+        format!(
+            "EMBSCOPE_KERNEL={name} is not available on this CPU for {what} (available: {list})"
+        )
+    } else {
+        format!("EMBSCOPE_KERNEL={name} is not a kernel (available on this CPU for {what}: {list})")
+    }))
+}
+
+/// Every kernel this CPU runs for `m`, after `EMBSCOPE_CPU_MASK`; an error
+/// if the mask names an unknown feature.
+pub(super) fn available(m: &Matrix) -> Result<Vec<Kernel>> {
+    mask().as_ref().map_err(|e| Error::BadInput(e.clone()))?;
+    Ok(Kernel::available(m.dtype()))
+}
+
+/// Picks the kernel for `queries` on `m` (see the module docs) and lays the
+/// queries out for it.
+pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, KernelChoice)> {
+    let dtype = m.dtype();
+    let available = available(m)?;
+    let prepare = |k: Kernel| Queries::new(k, dtype, queries);
+    let choice = |k: Kernel, reason: String| KernelChoice {
+        name: k.name(),
+        reason,
+    };
+    if let Some(k) = forced(&available, &dtype.to_string())? {
+        return Ok((prepare(k), choice(k, "forced by EMBSCOPE_KERNEL".into())));
+    }
+    // Slowest first: the BF16 kernels come last, the widest f32 one before.
+    let widest_f32 = available.iter().rev().find(|k| !k.reads_bf16()).copied();
+    let mut contenders: Vec<Kernel> = available
+        .iter()
+        .copied()
+        .filter(|k| k.reads_bf16() || Some(*k) == widest_f32)
+        .rev()
+        .collect();
+    if contenders.is_empty() {
+        contenders.push(Kernel::Portable);
+    }
+    let first = contenders[0];
+    if contenders.len() == 1 {
+        let why = format!("the widest path this CPU has for {dtype}");
+        return Ok((prepare(first), choice(first, why)));
+    }
+    let bytes = m.bytes().len();
+    // Fewer rows for many queries (at least 32): the same work, so the probe
+    // stays about as cheap at 64 queries as at 16.
+    let nq = queries.len().max(1);
+    let rows = PROBE_BYTES / m.row_len_bytes().max(1);
+    let rows = (rows * 16 / nq).max(32).min(rows).clamp(1, m.rows());
+    if bytes < PROBE_MIN_BYTES || queries.is_empty() {
+        let why = format!(
+            "the widest path this CPU has for {dtype} (the matrix, {} MiB, is too small to measure)",
+            bytes >> 20
+        );
+        return Ok((prepare(first), choice(first, why)));
+    }
+    let mut prepared: Vec<Queries> = contenders.iter().map(|&k| prepare(k)).collect();
+    let times = measure(m, rows, &prepared);
+    let best = (0..contenders.len())
+        .min_by_key(|&i| times[i])
+        .expect("two contenders or more");
+    let gb = (rows * m.row_len_bytes()) as f64 / 1e9;
+    let speeds: Vec<String> = contenders
+        .iter()
+        .zip(&times)
+        .map(|(k, t)| format!("{} {:.0} ms/GB", k.name(), t.as_secs_f64() * 1e3 / gb))
+        .collect();
+    let nq = queries.len();
+    let why = format!(
+        "measured fastest on the first {rows} rows, {nq} quer{}: {}",
+        if nq == 1 { "y" } else { "ies" },
+        speeds.join(", ")
+    );
+    let winner = contenders[best];
+    Ok((prepared.swap_remove(best), choice(winner, why)))
+}
+
+/// The fastest of [`PROBE_ROUNDS`] runs of each of `prepared` on the first
+/// `rows` rows of `m`, after one untimed run (which faults the pages in).
+fn measure(m: &Matrix, rows: usize, prepared: &[Queries]) -> Vec<Duration> {
+    let nq = prepared[0].len();
+    let (mut scratch, mut norms, mut dots) = (Vec::new(), vec![0.0; rows], vec![0.0; rows * nq]);
+    // In the kernel's own blocks, as the scan runs it.
+    let mut run = |q: &Queries| {
+        let step = super::block_rows(m, q.block_bytes());
+        let start = Instant::now();
+        for r0 in (0..rows).step_by(step) {
+            let r = r0..(r0 + step).min(rows);
+            let (n, d) = (&mut norms[r.clone()], &mut dots[r.start * nq..r.end * nq]);
+            q.score_block(m, r, &mut scratch, Some(n), d);
+        }
+        start.elapsed()
+    };
+    run(&prepared[0]);
+    let mut best = vec![Duration::MAX; prepared.len()];
+    for _ in 0..PROBE_ROUNDS {
+        for (q, b) in prepared.iter().zip(&mut best) {
+            *b = (*b).min(run(q));
+        }
+    }
+    best
+}

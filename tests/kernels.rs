@@ -1,0 +1,189 @@
+//! Search kernels: every kernel this CPU has gives byte-identical answers
+//! (the shortlist is re-scored exactly), `--json` and `-v` say which one
+//! ran and why, and `EMBSCOPE_KERNEL` / `EMBSCOPE_CPU_MASK` values that
+//! cannot be honoured are errors naming the kernels available.
+
+use serde_json::Value;
+
+use crate::common::{embscope, fixture};
+
+/// Runs `embscope --json ARGS` with `env`, expects success, parses stdout.
+fn json_with(env: &[(&str, &str)], args: &[&str]) -> Value {
+    let out = embscope()
+        .envs(env.iter().copied())
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{env:?} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+/// Runs with `env`, expects exit 2 and one line on stderr; returns it.
+fn error_with(env: &[(&str, &str)], args: &[&str]) -> String {
+    let out = embscope()
+        .envs(env.iter().copied())
+        .args(args)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{env:?} {args:?}: {err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    err.trim_end().to_string()
+}
+
+/// The kernels this CPU runs for the matrix of `model`, as the error for an
+/// unknown kernel lists them.
+fn available(model: &str) -> Vec<String> {
+    let err = error_with(
+        &[("EMBSCOPE_KERNEL", "bogus")],
+        &["neighbors", &fixture(model), "#1"],
+    );
+    let list = err
+        .rsplit_once(": ")
+        .and_then(|(_, l)| l.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("no list in {err:?}"));
+    list.split(", ").map(String::from).collect()
+}
+
+const QUERIES: [&str; 6] = [
+    "#7",
+    "#285",
+    "Paris",
+    "king - man + woman",
+    "#3 + #100 - #200",
+    "#0",
+];
+
+#[test]
+fn every_kernel_gives_byte_identical_json() {
+    for model in ["llama-sharded", "gpt2-tied", "qwen-f16-tied"] {
+        let path = fixture(model);
+        let kernels = available(model);
+        assert!(kernels.iter().any(|k| k == "portable"), "{kernels:?}");
+        for metric in ["cosine", "dot"] {
+            let mut args = vec!["neighbors", path.as_str(), "-k", "12", "--metric", metric];
+            args.extend(QUERIES);
+            let mut first: Option<(&str, String)> = None;
+            for name in &kernels {
+                let mut v = json_with(&[("EMBSCOPE_KERNEL", name)], &args);
+                let kernel = v.as_object_mut().unwrap().remove("kernel").unwrap();
+                assert_eq!(kernel["name"], name.as_str(), "{model}");
+                assert_eq!(kernel["reason"], "forced by EMBSCOPE_KERNEL");
+                let text = serde_json::to_string_pretty(&v).unwrap();
+                match &first {
+                    None => first = Some((name, text)),
+                    Some((other, want)) => {
+                        assert_eq!(&text, want, "{model} {metric}: {name} vs {other}")
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn json_and_verbose_say_which_kernel_ran_and_why() {
+    let model = fixture("llama-sharded");
+    let v = json_with(&[], &["neighbors", &model, "#7"]);
+    let name = v["kernel"]["name"].as_str().unwrap();
+    assert!(
+        available("llama-sharded").iter().any(|k| k == name),
+        "{name}"
+    );
+    // A 16 KiB fixture is not worth measuring: the widest path runs.
+    assert_eq!(
+        v["kernel"]["reason"],
+        "the widest path this CPU has for BF16 (the matrix, 0 MiB, is too small to measure)"
+    );
+    let out = embscope()
+        .args(["neighbors", &model, "#7", "-v", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("kernel: ")).collect();
+    assert_eq!(
+        lines,
+        [format!(
+            "kernel: {name} (the widest path this CPU has for BF16 (the matrix, 0 MiB, is too small to measure))"
+        )]
+    );
+    let quiet = embscope()
+        .args(["neighbors", &model, "#7", "-v", "-q"])
+        .output()
+        .unwrap();
+    assert!(quiet.stderr.is_empty());
+}
+
+#[test]
+fn masked_features_leave_the_portable_kernel() {
+    let v = json_with(
+        &[("EMBSCOPE_CPU_MASK", "avx2,avx512")],
+        &["neighbors", &fixture("llama-sharded"), "#7"],
+    );
+    assert_eq!(v["kernel"]["name"], "portable");
+    assert_eq!(
+        v["kernel"]["reason"],
+        "the widest path this CPU has for BF16"
+    );
+    let err = error_with(
+        &[
+            ("EMBSCOPE_CPU_MASK", "avx2,avx512"),
+            ("EMBSCOPE_KERNEL", "avx512"),
+        ],
+        &["neighbors", &fixture("llama-sharded"), "#7"],
+    );
+    assert_eq!(
+        err,
+        "embscope: EMBSCOPE_KERNEL=avx512 is not available on this CPU for BF16 (available: portable)"
+    );
+}
+
+#[test]
+fn a_kernel_this_cpu_lacks_or_an_unknown_one_is_an_error() {
+    let model = fixture("llama-sharded");
+    // Hidden by the mask, so missing on every CPU.
+    let err = error_with(
+        &[("EMBSCOPE_KERNEL", "amx"), ("EMBSCOPE_CPU_MASK", "amx")],
+        &["neighbors", &model, "#7"],
+    );
+    let masked: Vec<String> = available("llama-sharded")
+        .into_iter()
+        .filter(|k| k != "amx")
+        .collect();
+    assert_eq!(
+        err,
+        format!(
+            "embscope: EMBSCOPE_KERNEL=amx is not available on this CPU for BF16 (available: {})",
+            masked.join(", ")
+        )
+    );
+    let err = error_with(&[("EMBSCOPE_KERNEL", "avx9")], &["neighbors", &model, "#7"]);
+    assert!(
+        err.starts_with("embscope: EMBSCOPE_KERNEL=avx9 is not a kernel (available on this CPU for BF16: portable"),
+        "{err}"
+    );
+    // The BF16 kernels read BF16 bytes: not available for an F32 matrix.
+    let err = error_with(
+        &[("EMBSCOPE_KERNEL", "avx512bf16")],
+        &["neighbors", &fixture("gpt2-tied"), "#7"],
+    );
+    assert!(
+        err.starts_with("embscope: EMBSCOPE_KERNEL=avx512bf16 is not available on this CPU for F32 (available: portable"),
+        "{err}"
+    );
+    let err = error_with(
+        &[("EMBSCOPE_CPU_MASK", "avx512,sse9")],
+        &["neighbors", &model, "#7"],
+    );
+    assert_eq!(
+        err,
+        "embscope: EMBSCOPE_CPU_MASK=avx512,sse9: `sse9` is not a feature it can hide (features: avx2, avx512, avx512bf16, amx)"
+    );
+}
