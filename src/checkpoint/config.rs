@@ -28,6 +28,13 @@ pub struct ModelConfig {
     pub tie_word_embeddings: Option<bool>,
     /// Whether values came from a nested `text_config`.
     pub nested_text_config: bool,
+    /// `general.name` of a GGUF file (absent for config.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `general.file_type` of a GGUF file, e.g. `Q4_K_M (15)` (absent for
+    /// config.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_type: Option<String>,
     /// The whole document, for readers of other keys (special ids).
     #[serde(skip)]
     pub raw: Value,
@@ -113,6 +120,8 @@ impl ModelConfig {
             torch_dtype,
             tie_word_embeddings: tie,
             nested_text_config: text_cfg.is_some(),
+            name: None,
+            file_type: None,
             raw,
         })
     }
