@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use embscope::checkpoint::{Checkpoint, Format};
+use embscope::checkpoint::{Checkpoint, WeightFormat};
 use embscope::cli::{CheckArgs, Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::progress::Progress;
@@ -58,7 +58,7 @@ fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
-    if ckpt.format == Format::Gguf {
+    if ckpt.format == WeightFormat::Gguf {
         // The vocabulary of a GGUF file is in its metadata (not read yet).
         return Ok(None);
     }

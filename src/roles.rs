@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::checkpoint::{Checkpoint, Format, TensorEntry};
+use crate::checkpoint::{Checkpoint, TensorEntry, WeightFormat};
 use crate::{Error, Result};
 
 /// Name endings of input embeddings, most specific first.
@@ -117,7 +117,7 @@ impl Roles {
         let written = ckpt.config.as_ref().and_then(|c| c.tie_word_embeddings);
         // GGUF has no tie flag: llama.cpp uses `token_embd` as the head
         // when no `output.weight` is stored.
-        let resolved = if ckpt.format == Format::Gguf {
+        let resolved = if ckpt.format == WeightFormat::Gguf {
             head.is_none()
         } else {
             ckpt.config.as_ref().is_none_or(|c| c.tie_resolved())

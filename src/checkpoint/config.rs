@@ -126,6 +126,21 @@ impl ModelConfig {
         })
     }
 
+    /// How messages name a config value: `config.json vocab_size`, or for
+    /// a GGUF file the metadata key (`llama.vocab_size`,
+    /// `llama.embedding_length` for the hidden size).
+    pub fn describe(&self, key: &str) -> String {
+        if !super::locate::is_gguf(&self.file) {
+            return format!("config.json {key}");
+        }
+        let arch = self.model_type.as_deref().unwrap_or("?");
+        match key {
+            "vocab_size" => format!("GGUF `{arch}.vocab_size`"),
+            "hidden size" => format!("GGUF `{arch}.embedding_length`"),
+            other => format!("GGUF {other}"),
+        }
+    }
+
     /// `tie_word_embeddings` as transformers resolves it: the written value,
     /// else the default of the model family (true unless the family's config
     /// class says false).

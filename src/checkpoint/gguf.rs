@@ -189,7 +189,8 @@ fn guard(file: &[u8]) -> std::result::Result<Pre, String> {
     let magic = r.take(4).map_err(|_| too_short(file))?;
     if magic != MAGIC {
         return Err(format!(
-            "not a GGUF file (starts with {magic:02x?}, expected the magic `GGUF`)"
+            "not a GGUF file (starts with `{}`, expected the magic `GGUF`)",
+            magic.escape_ascii()
         ));
     }
     let version = r.u32().map_err(|_| too_short(file))?;

@@ -67,7 +67,7 @@ impl TensorEntry {
 /// How the weights are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Format {
+pub enum WeightFormat {
     /// safetensors files (one, or shards under an index).
     Safetensors,
     /// One GGUF file (llama.cpp).
@@ -78,7 +78,7 @@ pub enum Format {
 #[derive(Debug)]
 pub struct Checkpoint {
     /// How the weights are stored.
-    pub format: Format,
+    pub format: WeightFormat,
     /// The MODEL argument as given.
     pub model: String,
     /// The files it resolved to.
@@ -148,7 +148,7 @@ impl Checkpoint {
         }
         let config = ModelConfig::load(&sources.dir)?;
         Ok(Checkpoint {
-            format: Format::Safetensors,
+            format: WeightFormat::Safetensors,
             model: model.to_string(),
             sources,
             shards,
@@ -179,7 +179,7 @@ impl Checkpoint {
             .collect();
         let config = gguf_config::from_metadata(&path, &g.metadata)?;
         Ok(Checkpoint {
-            format: Format::Gguf,
+            format: WeightFormat::Gguf,
             model: model.to_string(),
             sources,
             shards: vec![Shard {
