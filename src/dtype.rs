@@ -228,20 +228,20 @@ impl Dtype {
     pub fn is_float(self) -> bool {
         self.is_quantized()
             || matches!(
-            self,
-            Dtype::F4
-                | Dtype::F6_E2M3
-                | Dtype::F6_E3M2
-                | Dtype::F8_E5M2
-                | Dtype::F8_E4M3
-                | Dtype::F8_E8M0
-                | Dtype::F8_E4M3FNUZ
-                | Dtype::F8_E5M2FNUZ
-                | Dtype::F16
-                | Dtype::BF16
-                | Dtype::F32
-                | Dtype::F64
-        )
+                self,
+                Dtype::F4
+                    | Dtype::F6_E2M3
+                    | Dtype::F6_E3M2
+                    | Dtype::F8_E5M2
+                    | Dtype::F8_E4M3
+                    | Dtype::F8_E8M0
+                    | Dtype::F8_E4M3FNUZ
+                    | Dtype::F8_E5M2FNUZ
+                    | Dtype::F16
+                    | Dtype::BF16
+                    | Dtype::F32
+                    | Dtype::F64
+            )
     }
 
     /// Bytes taken by `elements` values, or `None` on overflow or when the
@@ -326,7 +326,11 @@ mod tests {
         assert_eq!(Dtype::Q6_K.bytes_for(512), Some(420));
         assert_eq!(Dtype::Q6_K.bytes_for(100), None);
         assert_eq!(Dtype::Q6_K.bytes_padded(100), Some(210));
-        for (s, d) in [("q8_0", Dtype::Q8_0), ("Q4_K", Dtype::Q4_K), ("q6k", Dtype::Q6_K)] {
+        for (s, d) in [
+            ("q8_0", Dtype::Q8_0),
+            ("Q4_K", Dtype::Q4_K),
+            ("q6k", Dtype::Q6_K),
+        ] {
             assert_eq!(Dtype::parse(s), Some(d), "{s}");
         }
         assert_eq!(Dtype::parse_header("Q8_0"), None, "not a safetensors dtype");

@@ -96,7 +96,9 @@ impl<'a> Matrix<'a> {
                 "tensor `{name}` of {dtype} has rows of {cols} values, not a multiple of the {block}-value block"
             )));
         }
-        let row_bytes = dtype.bytes_for(cols as u64).and_then(|b| usize::try_from(b).ok());
+        let row_bytes = dtype
+            .bytes_for(cols as u64)
+            .and_then(|b| usize::try_from(b).ok());
         let expected = row_bytes.and_then(|b| rows.checked_mul(b));
         if expected != Some(bytes.len()) {
             return Err(Error::BadInput(format!(

@@ -6,7 +6,7 @@ pub mod checkpoints;
 #[path = "../fixtures/gen/defects.rs"]
 mod defects;
 #[path = "../fixtures/gen/gguf.rs"]
-mod gguf;
+pub mod gguf;
 #[path = "../fixtures/gen/tokenizer_files.rs"]
 mod tokenizer_files;
 #[path = "../fixtures/gen/vocab.rs"]

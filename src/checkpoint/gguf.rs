@@ -51,8 +51,12 @@ pub struct Gguf {
 pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
     let bad = |msg: String| Error::bad_file(path, msg);
     let pre = guard(file).map_err(bad)?;
-    let content = Content::read(&mut Cursor::new(file))
-        .map_err(|e| bad(format!("not a readable GGUF file ({})", one_line(&e.to_string()))))?;
+    let content = Content::read(&mut Cursor::new(file)).map_err(|e| {
+        bad(format!(
+            "not a readable GGUF file ({})",
+            one_line(&e.to_string())
+        ))
+    })?;
     if content.metadata.len() as u64 != pre.kv_count {
         return Err(bad(format!(
             "header declares {} metadata entries, {} distinct keys found; a key must appear once",
@@ -133,7 +137,9 @@ fn tensor(
     let dtype = dtype_of(info.ggml_dtype);
     let shape: Vec<usize> = info.shape.dims().to_vec();
     if shape.contains(&0) {
-        return Err(format!("tensor `{name}` has shape {shape:?}; every dimension must be at least 1"));
+        return Err(format!(
+            "tensor `{name}` has shape {shape:?}; every dimension must be at least 1"
+        ));
     }
     let elements = shape
         .iter()
@@ -216,16 +222,16 @@ fn guard(file: &[u8]) -> std::result::Result<Pre, String> {
         alignment: None,
     };
     for i in 0..kv_count {
-        let key = r
-            .string()
-            .map_err(|e| format!("metadata entry {i}: {e}"))?;
+        let key = r.string().map_err(|e| format!("metadata entry {i}: {e}"))?;
         let shown = String::from_utf8_lossy(key);
         let ty = r.u32().map_err(|e| format!("metadata `{shown}`: {e}"))?;
         walk.memory += VALUE_SIZE + key.len() as u64;
         if key == b"general.alignment" {
-            walk.alignment = Some(r.clone().integer(ty).map_err(|e| {
-                format!("metadata `general.alignment`: {e}")
-            })?);
+            walk.alignment = Some(
+                r.clone()
+                    .integer(ty)
+                    .map_err(|e| format!("metadata `general.alignment`: {e}"))?,
+            );
         }
         walk.value(&mut r, ty, 0)
             .map_err(|e| format!("metadata `{shown}`: {e}"))?;
@@ -299,7 +305,8 @@ impl<'a> Reader<'a> {
 
     fn string(&mut self) -> std::result::Result<&'a [u8], String> {
         let n = self.u64()?;
-        self.take(n).map_err(|e| format!("string of {n} bytes: {e}"))
+        self.take(n)
+            .map_err(|e| format!("string of {n} bytes: {e}"))
     }
 
     /// An unsigned or signed integer value of GGUF type `ty`, as candle

@@ -74,7 +74,10 @@ fn wrong(path: &Path, key: &str, v: &Value, want: &str) -> Error {
         Value::Array(a) => format!("an array of {} values", a.len()),
         other => format!("{other:?}"),
     };
-    Error::bad_file(path, format!("metadata `{key}` is {shown}, expected {want}"))
+    Error::bad_file(
+        path,
+        format!("metadata `{key}` is {shown}, expected {want}"),
+    )
 }
 
 /// llama.cpp's name for a `general.file_type` (`llama_ftype`), without the
@@ -150,7 +153,9 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        let e = from_metadata(Path::new("m.gguf"), &md).unwrap_err().to_string();
+        let e = from_metadata(Path::new("m.gguf"), &md)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "`m.gguf`: metadata `llama.embedding_length` is the string \"big\", expected a non-negative integer"

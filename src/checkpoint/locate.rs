@@ -162,7 +162,12 @@ fn one_gguf(dir: &Path, mut ggufs: Vec<PathBuf>) -> Result<Sources> {
     if ggufs.len() > 1 {
         let names: Vec<String> = ggufs
             .iter()
-            .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
+            .map(|p| {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         return Err(Error::bad_file(
             dir,

@@ -67,9 +67,8 @@ fn blocks<T: GgmlType>(bytes: &[u8], out: &mut [f32]) {
         let k = raw.len() / size;
         // SAFETY: `buf` holds at least `COPY_BLOCKS * size` bytes, more than
         // `raw.len()`, and u64 has no invalid bit patterns as bytes.
-        let dst = unsafe {
-            std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), raw.len())
-        };
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), raw.len()) };
         dst.copy_from_slice(raw);
         // SAFETY: as above; `buf` is 8-byte aligned and holds `k` blocks.
         let typed = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), k) };
@@ -88,13 +87,19 @@ mod tests {
     fn quantized(values: &[f32], g: GgmlDType) -> (Vec<u8>, Vec<f32>) {
         let t = Tensor::from_slice(values, (values.len(),), &Device::Cpu).unwrap();
         let q = QTensor::quantize(&t, g).unwrap();
-        let back = q.dequantize(&Device::Cpu).unwrap().to_vec1::<f32>().unwrap();
+        let back = q
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
         (q.data().unwrap().into_owned(), back)
     }
 
     #[test]
     fn matches_candle_aligned_and_not() {
-        let values: Vec<f32> = (0..512 * 3).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect();
+        let values: Vec<f32> = (0..512 * 3)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+            .collect();
         for (d, g) in [
             (Dtype::Q4_0, GgmlDType::Q4_0),
             (Dtype::Q5_1, GgmlDType::Q5_1),

@@ -6,7 +6,10 @@ use crate::cmd::size::SizeReport;
 impl Human for SizeReport {
     fn human(&self, style: &Style) -> String {
         // Bits per weight are shown when they are not whole (GGUF quants).
-        let bpw = self.by_dtype.iter().any(|d| d.bits_per_weight.fract() != 0.0);
+        let bpw = self
+            .by_dtype
+            .iter()
+            .any(|d| d.bits_per_weight.fract() != 0.0);
         let mut rows: Vec<Vec<String>> = self
             .by_dtype
             .iter()

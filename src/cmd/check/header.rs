@@ -93,7 +93,10 @@ fn sizes(s: &Subject, out: &mut Vec<Finding>) {
                 "config-vocab-mismatch",
                 format!(
                     "{} is {cv}, `{}` has {rows} rows: loading fails with a size mismatch",
-                    s.ckpt.config.as_ref().map_or_else(String::new, |c| c.describe("vocab_size")),
+                    s.ckpt
+                        .config
+                        .as_ref()
+                        .map_or_else(String::new, |c| c.describe("vocab_size")),
                     emb.name
                 ),
                 json!({"config_vocab_size": cv, "tensor": emb.name, "rows": rows}),
@@ -269,8 +272,11 @@ fn config_dtype(s: &str) -> Option<Dtype> {
 }
 
 fn dtypes(s: &Subject, out: &mut Vec<Finding>) {
+    // GGUF files mix types by design (Q4_K_M stores the head as Q6_K) and
+    // llama.cpp computes with each as stored.
     if let (Some(e), Some(h)) = (s.embedding, s.head)
         && e.dtype != h.dtype
+        && s.ckpt.format != WeightFormat::Gguf
     {
         out.push(Finding::new(
             Severity::Warn,
