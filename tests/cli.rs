@@ -5,6 +5,7 @@
 mod check;
 mod common;
 mod gguf;
+mod gguf_fuzz;
 mod human;
 mod info;
 mod lookup;
