@@ -59,6 +59,7 @@ fn gpt2_tokens() -> (Vec<String>, Vec<(&'static str, &'static str)>) {
         ("l", "d"),
         ("Ġwor", "ld"),
         ("Ġ", "Ġ"),
+        ("'", "s"),
     ];
     for (l, r) in &merges {
         tokens.push(format!("{l}{r}"));
@@ -92,7 +93,7 @@ fn gpt2_meta(pre: &str) -> HashMap<String, Value> {
 
 #[test]
 fn gpt2_encodes_with_merges_like_tokenizer_json() {
-    let mut map = gpt2_meta("gpt2");
+    let mut map = gpt2_meta("gpt-2");
     map.insert("tokenizer.ggml.add_bos_token".into(), Value::Bool(true));
     let vocab = load(&map);
     let hello = vocab.id("hello").unwrap();
@@ -100,7 +101,7 @@ fn gpt2_encodes_with_merges_like_tokenizer_json() {
     assert_eq!((hello, world), (259, 264));
     assert_eq!(
         vocab.encode("hello world", true).unwrap(),
-        vec![266, 259, 264]
+        vec![267, 259, 264]
     );
     assert_eq!(vocab.encode("hello world", false).unwrap(), vec![259, 264]);
 
@@ -138,25 +139,48 @@ fn gpt2_llama3_pre_adds_bos_and_splits_digits_by_three() {
     // `\p{N}{1,3}`: 12345 is "123" "45", each byte-level symbols unmerged.
     let ids = vocab.encode("hello 12345", true).unwrap();
     let space = vocab.id("Ġ").unwrap();
-    let want = [266, 259, space, d('1'), d('2'), d('3'), d('4'), d('5')];
+    let want = [267, 259, space, d('1'), d('2'), d('3'), d('4'), d('5')];
     assert_eq!(ids, want);
 }
 
 #[test]
+fn gpt2_default_pre_isolates_punctuation_first() {
+    let vocab = load(&gpt2_meta("gpt-2"));
+    let (apos, s, apos_s) = (b'\'' as u32, b's' as u32, 266);
+    assert_eq!(
+        vocab.encode("world's", false).unwrap(),
+        vec![119, 261, 263, apos_s]
+    );
+    let mut map = gpt2_meta("default");
+    let vocab = load(&map);
+    assert_eq!(
+        vocab.encode("world's", false).unwrap(),
+        vec![119, 261, 263, apos, s]
+    );
+    // No `tokenizer.ggml.pre` at all: llama.cpp's default too.
+    map.remove("tokenizer.ggml.pre");
+    let vocab = load(&map);
+    assert_eq!(
+        vocab.encode("world's", false).unwrap(),
+        vec![119, 261, 263, apos, s]
+    );
+}
+
+#[test]
 fn gpt2_readable_forms_and_specials() {
-    let vocab = load(&gpt2_meta("gpt2"));
+    let vocab = load(&gpt2_meta("gpt-2"));
     assert_eq!(vocab.model(), "gpt2");
     assert_eq!(vocab.style(), &TokenStyle::ByteLevel);
-    assert_eq!(vocab.size(), 268);
+    assert_eq!(vocab.size(), 269);
     assert_eq!(vocab.readable(264).as_deref(), Some(" world"));
     assert_eq!(vocab.readable(10).as_deref(), Some("\\n"));
-    assert_eq!(vocab.readable(266).as_deref(), Some("<|begin_of_text|>"));
+    assert_eq!(vocab.readable(267).as_deref(), Some("<|begin_of_text|>"));
     assert_eq!(
         vocab.resolve_word("world"),
         Some((264, "Ġworld".to_string()))
     );
-    assert!(vocab.is_special(266) && vocab.is_special(267) && !vocab.is_special(259));
-    assert_eq!(vocab.token_kind(266), Some(TokenKind::Control));
+    assert!(vocab.is_special(267) && vocab.is_special(268) && !vocab.is_special(259));
+    assert_eq!(vocab.token_kind(267), Some(TokenKind::Control));
     assert_eq!(vocab.token_kind(259), Some(TokenKind::Normal));
     assert_eq!(vocab.added_tokens().len(), 2);
     let roles: Vec<(&str, &str, Option<i64>)> = vocab
@@ -167,8 +191,8 @@ fn gpt2_readable_forms_and_specials() {
     assert_eq!(
         roles,
         vec![
-            ("tokenizer.ggml", "bos", Some(266)),
-            ("tokenizer.ggml", "eos", Some(267))
+            ("tokenizer.ggml", "bos", Some(267)),
+            ("tokenizer.ggml", "eos", Some(268))
         ]
     );
     // llama.cpp adds no bos for a GPT-2 pre-tokenizer unless told to.
@@ -287,7 +311,7 @@ fn bert_meta() -> HashMap<String, Value> {
             "tokenizer.ggml.token_type",
             types(&[3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 5]),
         ),
-        ("tokenizer.ggml.bos_token_id", Value::U32(2)),
+        ("tokenizer.ggml.cls_token_id", Value::U32(2)),
         ("tokenizer.ggml.seperator_token_id", Value::U32(3)),
         ("tokenizer.ggml.unknown_token_id", Value::U32(1)),
         ("tokenizer.ggml.padding_token_id", Value::U32(0)),
@@ -312,6 +336,16 @@ fn bert_reads_as_wordpiece_and_encodes_like_tokenizer_json() {
         vec![2, 8, 7, 9, 6, 3]
     );
     assert!(vocab.is_unused(10) && !vocab.is_unused(9));
+
+    // Older conversions declare [CLS] as bos.
+    let mut map = bert_meta();
+    map.remove("tokenizer.ggml.cls_token_id");
+    map.insert("tokenizer.ggml.bos_token_id".into(), Value::U32(2));
+    let old = load(&map);
+    assert_eq!(
+        old.encode("Playing the King", true).unwrap(),
+        vec![2, 8, 7, 9, 6, 3]
+    );
 
     let dir = tempfile::tempdir().unwrap();
     tf::write_wordpiece(dir.path(), &["paris", "king", "##ing", "play", "the"], &[]).unwrap();
@@ -440,7 +474,7 @@ fn special_id_out_of_range_loads_but_cannot_encode() {
 
 #[test]
 fn merge_of_unknown_tokens_cannot_build() {
-    let mut map = gpt2_meta("gpt2");
+    let mut map = gpt2_meta("gpt-2");
     map.insert("tokenizer.ggml.merges".into(), strings(&["h e", "zz q"]));
     let err = load(&map).encode("hello", false).unwrap_err().to_string();
     assert!(

@@ -30,11 +30,11 @@ use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior, Tokeni
 use super::Vocab;
 use super::gguf::{Recipe, TokenKind};
 
-/// GPT-2's split (llama.cpp's `gpt2`, `mpt`, `olmo`, `jais`).
+/// GPT-2's split.
 const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
-/// Llama 3's split, as in its tokenizer.json (`llama-bpe`, `dbrx`, `smaug-bpe`).
+/// Llama 3's split, as in its tokenizer.json.
 const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
-/// Qwen 2's split: Llama 3's with single digits (`qwen2`, `stablelm2`).
+/// Qwen 2's split: Llama 3's with single digits.
 const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// The pre-tokenizer names of the Llama 3 family, which llama.cpp encodes
@@ -42,15 +42,24 @@ const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N
 const LLAMA3_NAMES: [&str; 4] = ["llama3", "llama-v3", "llama-bpe", "falcon3"];
 
 /// The regexes `pre` splits text with, applied in turn (each splits the
-/// pieces of the previous one, keeping matches and gaps), as llama.cpp does.
+/// pieces of the previous one, keeping matches and gaps), by the names
+/// llama.cpp's `llama-vocab.cpp` gives them; `None` for the others
+/// (DeepSeek's, Tekken's, BLOOM's, ...).
 fn pre_regexes(pre: Option<&str>) -> Option<&'static [&'static str]> {
     Some(match pre {
-        Some(p) if LLAMA3_NAMES.contains(&p) || matches!(p, "dbrx" | "smaug-bpe") => &[LLAMA3],
-        Some("qwen2" | "stablelm2") => &[QWEN2],
-        Some("gpt2" | "gpt-2" | "phi-2" | "mpt" | "olmo" | "jais") => &[GPT2],
-        Some("starcoder" | "refact" | "command-r" | "smollm" | "codeshell" | "exaone") => {
-            &[r"\p{N}", GPT2]
-        }
+        Some(p) if LLAMA3_NAMES.contains(&p) => &[LLAMA3],
+        Some("dbrx" | "smaug-bpe") => &[LLAMA3],
+        Some("qwen2" | "stablelm2" | "megrez") => &[QWEN2],
+        Some(
+            "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v1-en" | "jina-v2-es"
+            | "jina-v2-de" | "jina-v2-code" | "roberta-bpe" | "mpt" | "olmo" | "jais",
+        ) => &[GPT2],
+        // Not a llama.cpp name, but what hand-made files write for GPT-2.
+        Some("gpt2") => &[GPT2],
+        Some(
+            "starcoder" | "refact" | "command-r" | "smollm" | "codeshell" | "exaone" | "minerva-7b",
+        ) => &[r"\p{N}", GPT2],
+        Some("falcon") => &[r"[\p{P}\$\+<=>\^~\|`]+", GPT2, "[0-9][0-9][0-9]"],
         // llama.cpp's fallback when a converter did not name one.
         None | Some("default") => &[r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", "[0-9][0-9][0-9]"],
         Some(_) => return None,
@@ -171,7 +180,7 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
 }
 
 /// Token → id over the entries `keep` selects; the first id of a string
-/// stored twice wins, as in llama.cpp's `token_to_id`.
+/// stored twice wins (llama.cpp refuses such files).
 fn vocab_map(vocab: &Vocab, keep: impl Fn(&super::Entry) -> bool) -> bpe::Vocab {
     // Collecting keeps the last insert: walk backwards so the first wins.
     vocab
@@ -231,8 +240,13 @@ fn score_merges(vocab: &Vocab, scores: &[f32]) -> Vec<(String, String)> {
 /// The bos / eos / separator tokens encoding adds, as a template; an error
 /// when a token to add has an id outside the vocabulary.
 fn template(recipe: &Recipe, vocab: &Vocab) -> Result<Option<TemplateProcessing>, String> {
+    // BERT files declare the first token as `cls` (older ones as `bos`).
+    let first = match recipe.id("cls") {
+        Some(_) if recipe.model == "bert" => ("cls", "cls"),
+        _ => ("bos", "bos"),
+    };
     let wanted = [
-        ("bos", "bos", recipe.add_bos),
+        (first.0, first.1, recipe.add_bos),
         ("eos", "eos", recipe.add_eos),
         ("sep", "seperator", recipe.add_sep),
     ];
@@ -253,7 +267,7 @@ fn template(recipe: &Recipe, vocab: &Vocab) -> Result<Option<TemplateProcessing>
                     vocab.size()
                 )
             })?;
-        if role == "bos" {
+        if role == first.0 {
             before.push(role);
         } else {
             after.push(role);
