@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use embscope::checkpoint::Checkpoint;
+use embscope::checkpoint::{Checkpoint, WeightFormat};
 use embscope::cli::{CheckArgs, Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::progress::Progress;
@@ -58,6 +58,10 @@ fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
+    if ckpt.format == WeightFormat::Gguf {
+        // The vocabulary of a GGUF file is in its metadata (not read yet).
+        return Ok(None);
+    }
     Ok(Vocab::load(
         &ckpt.sources.dir,
         ckpt.config.as_ref().map(|c| &c.raw),

@@ -4,6 +4,7 @@
 
 mod check;
 mod common;
+mod gguf;
 mod human;
 mod info;
 mod lookup;

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::TensorSummary;
-use crate::checkpoint::{Checkpoint, HubSnapshot, ModelConfig};
+use crate::checkpoint::{Checkpoint, HubSnapshot, ModelConfig, WeightFormat};
 use crate::roles::{Choice, Roles, Tie};
 use crate::vocab::{TokenizerSummary, Vocab};
 
@@ -24,6 +24,8 @@ const SIDE_FILES: &[(&str, &str)] = &[
 pub struct InfoReport {
     /// MODEL as given.
     pub model: String,
+    /// How the weights are stored (`safetensors` or `gguf`).
+    pub format: WeightFormat,
     /// The cache snapshot, when MODEL was a Hub id.
     pub hub: Option<HubSnapshot>,
     /// Weight files, index and side files, with sizes.
@@ -74,7 +76,10 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
     for shard in &ckpt.shards {
         files.push(FileEntry {
             path: shard.path.display().to_string(),
-            kind: "shard".into(),
+            kind: match ckpt.format {
+                WeightFormat::Safetensors => "shard".into(),
+                WeightFormat::Gguf => "gguf".into(),
+            },
             bytes: shard.map.len() as u64,
             tensors: Some(shard.tensor_count),
         });
@@ -93,6 +98,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
     };
     InfoReport {
         model: ckpt.model.clone(),
+        format: ckpt.format,
         hub: ckpt.sources.hub.clone(),
         files,
         config: ckpt.config.clone(),
