@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use candle_core::quantized::gguf_file::Value;
 
+use super::gguf_tokenizer::pre_adds_bos;
 use super::readable::TokenStyle;
 use super::{AddedToken, Entry, SpecialDecl, Vocab, parse};
 use crate::error::{Error, Result};
@@ -269,7 +270,7 @@ impl Vocab {
         }
         let model = meta
             .string("tokenizer.ggml.model")?
-            .unwrap_or("llama")
+            .unwrap_or("(not set)")
             .to_string();
         let kinds = meta
             .array(
@@ -301,9 +302,6 @@ impl Vocab {
                 ids.push((role, id));
             }
         }
-
-        let kind = |id: usize| kinds.get(id).copied().unwrap_or(TokenKind::Normal);
-        let phantom = model == "bert" && is_phantom(&tokens, &kinds);
         let style = match model.as_str() {
             "gpt2" => TokenStyle::ByteLevel,
             "llama" | "t5" => TokenStyle::Metaspace { replacement: '▁' },
@@ -312,36 +310,11 @@ impl Vocab {
             },
             _ => TokenStyle::Plain,
         };
-
-        let mut entries = Vec::with_capacity(n);
-        let mut added = Vec::new();
-        let mut special_ids = HashSet::new();
-        for (id, token) in tokens.into_iter().enumerate() {
-            let id = id as u32;
-            let kind = kind(id as usize);
-            let is_added = matches!(kind, TokenKind::Control | TokenKind::UserDefined);
-            let token = if phantom && kind == TokenKind::Normal {
-                unphantom(token)
-            } else {
-                token.to_string()
-            };
-            if is_added {
-                added.push(AddedToken {
-                    id,
-                    content: token.clone(),
-                    special: kind == TokenKind::Control,
-                });
-            }
-            if is_added || kind == TokenKind::Unknown {
-                special_ids.insert(id);
-            }
-            entries.push(Entry {
-                token,
-                id,
-                added: is_added,
-            });
-        }
-        let decls: Vec<SpecialDecl> = ids
+        let phantom = model == "bert" && is_phantom(&tokens, &kinds);
+        let table = Table::new(tokens, &kinds, phantom);
+        let mut special_ids = table.special_ids;
+        special_ids.extend(ids.iter().filter_map(|&(_, id)| u32::try_from(id).ok()));
+        let decls = ids
             .iter()
             .map(|&(role, id)| SpecialDecl {
                 source: GGUF_SOURCE.to_string(),
@@ -350,52 +323,44 @@ impl Vocab {
                 token: None,
             })
             .collect();
-        special_ids.extend(ids.iter().filter_map(|&(_, id)| u32::try_from(id).ok()));
 
+        let pre = meta.string("tokenizer.ggml.pre")?;
+        // llama.cpp's defaults per model, which the file's keys override.
         let (add_bos, add_eos, add_sep, add_space_prefix) = match model.as_str() {
             "llama" => (true, false, false, true),
             "bert" => (true, false, true, false),
             "t5" => (false, true, false, true),
-            "gpt2" => (
-                meta.string("tokenizer.ggml.pre")?
-                    .is_some_and(super::gguf_tokenizer::pre_adds_bos),
-                false,
-                false,
-                false,
-            ),
+            "gpt2" => (pre.is_some_and(pre_adds_bos), false, false, false),
             _ => (false, false, false, false),
         };
+        let flag = |key: &str, default: bool| -> Result<bool> {
+            Ok(meta
+                .boolean(&format!("tokenizer.ggml.{key}"))?
+                .unwrap_or(default))
+        };
         let recipe = Recipe {
-            pre: meta.string("tokenizer.ggml.pre")?.map(str::to_string),
-            add_bos: meta
-                .boolean("tokenizer.ggml.add_bos_token")?
-                .unwrap_or(add_bos),
-            add_eos: meta
-                .boolean("tokenizer.ggml.add_eos_token")?
-                .unwrap_or(add_eos),
-            add_sep: meta
-                .boolean("tokenizer.ggml.add_sep_token")?
-                .unwrap_or(add_sep),
-            add_space_prefix: meta
-                .boolean("tokenizer.ggml.add_space_prefix")?
-                .unwrap_or(add_space_prefix),
             model: model.clone(),
+            pre: pre.map(str::to_string),
             merges,
             scores,
             ids,
+            add_bos: flag("add_bos_token", add_bos)?,
+            add_eos: flag("add_eos_token", add_eos)?,
+            add_sep: flag("add_sep_token", add_sep)?,
+            add_space_prefix: flag("add_space_prefix", add_space_prefix)?,
         };
 
         Ok(Some(Vocab {
             file: path.to_path_buf(),
+            // llama.cpp's WordPiece tokenizer always lowercases.
+            lowercase: model == "bert",
             model,
             style,
-            // llama.cpp's WordPiece tokenizer always lowercases.
-            lowercase: phantom || recipe.model == "bert",
             by_id: (0..n as u32).collect(),
-            entries,
+            entries: table.entries,
             by_token: OnceLock::new(),
             scans: Default::default(),
-            added,
+            added: table.added,
             special_ids,
             decls,
             config_added: Vec::new(),
@@ -418,12 +383,55 @@ impl Vocab {
     }
 }
 
+/// The id-ordered entries of a GGUF vocabulary and what their types say.
+struct Table {
+    entries: Vec<Entry>,
+    /// Control and user-defined tokens, stored as plain text.
+    added: Vec<AddedToken>,
+    /// Control, user-defined and unknown tokens.
+    special_ids: HashSet<u32>,
+}
+
+impl Table {
+    /// Token `i` is id `i`; `phantom` BERT entries are turned back into
+    /// WordPiece form.
+    fn new(tokens: Vec<&str>, kinds: &[TokenKind], phantom: bool) -> Table {
+        let mut table = Table {
+            entries: Vec::with_capacity(tokens.len()),
+            added: Vec::new(),
+            special_ids: HashSet::new(),
+        };
+        for (id, token) in tokens.into_iter().enumerate() {
+            let kind = kinds.get(id).copied().unwrap_or(TokenKind::Normal);
+            let id = id as u32;
+            let added = matches!(kind, TokenKind::Control | TokenKind::UserDefined);
+            let token = if phantom && kind == TokenKind::Normal {
+                unphantom(token)
+            } else {
+                token.to_string()
+            };
+            if added {
+                table.added.push(AddedToken {
+                    id,
+                    content: token.clone(),
+                    special: kind == TokenKind::Control,
+                });
+            }
+            if added || kind == TokenKind::Unknown {
+                table.special_ids.insert(id);
+            }
+            table.entries.push(Entry { token, id, added });
+        }
+        table
+    }
+}
+
 /// Whether a BERT vocabulary is in llama.cpp's phantom-space form: word
 /// starts carry `▁` and no continuation carries `##`.
 fn is_phantom(tokens: &[&str], kinds: &[TokenKind]) -> bool {
-    let normal = |i: usize| kinds.get(i).is_none_or(|k| *k == TokenKind::Normal);
+    let normal = |i: &usize| kinds.get(*i).is_none_or(|k| *k == TokenKind::Normal);
     let mut marked = false;
-    for (_, t) in tokens.iter().enumerate().filter(|&(i, _)| normal(i)) {
+    for t in (0..tokens.len()).filter(normal).map(|i| tokens[i]) {
         if t.starts_with("##") && t.len() > 2 {
             return false;
         }

@@ -377,6 +377,19 @@ fn unsupported_model_still_gives_tokens() {
 }
 
 #[test]
+fn missing_model_key_reads_plain() {
+    let map = meta(vec![("tokenizer.ggml.tokens", strings(&["a", "▁b"]))]);
+    let vocab = load(&map);
+    assert_eq!(vocab.model(), "(not set)");
+    assert_eq!(vocab.readable(1).as_deref(), Some("▁b"));
+    let err = vocab.encode("b", false).unwrap_err().to_string();
+    assert!(
+        err.contains("GGUF tokenizer model \"(not set)\" is not supported"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unsupported_pre_tokenizer_is_named() {
     let vocab = load(&gpt2_meta("tekken"));
     assert_eq!(
