@@ -3,7 +3,7 @@
 //! candle's `gguf_file::Content::read` parses the header, the metadata and
 //! the tensor infos. Around it this module checks what candle does not:
 //! before the call, a walk over the metadata section that allocates nothing
-//! ([`guard`]) rejects what would make candle panic (an alignment of 0) or
+//! (`guard`) rejects what would make candle panic (an alignment of 0) or
 //! allocate far beyond the file (millions of tiny values, each a 32-byte
 //! `Value`); after it, every tensor must be non-empty, a whole number of
 //! type blocks per row, at an offset aligned to `general.alignment`, with its
