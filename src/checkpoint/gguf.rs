@@ -100,11 +100,6 @@ pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
     })
 }
 
-/// True when `file` starts with the GGUF magic.
-pub fn has_magic(file: &[u8]) -> bool {
-    file.starts_with(MAGIC)
-}
-
 /// The embscope dtype of a ggml type.
 fn dtype_of(g: GgmlDType) -> Dtype {
     match g {
