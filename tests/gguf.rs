@@ -34,6 +34,14 @@ const BROKEN: &[(&str, &str)] = &[
     ),
     ("overlap.gguf", "overlap"),
     (
+        "duplicate-tensor.gguf",
+        "declares 2 tensors, 1 distinct names found",
+    ),
+    (
+        "iq-type.gguf",
+        "a tensor has ggml type 23, which candle cannot read",
+    ),
+    (
         "partial-block.gguf",
         "rows of 20 values, not a multiple of the 32-value block",
     ),
@@ -384,6 +392,14 @@ fn check_on_gguf() {
 
 #[test]
 fn every_broken_file_is_one_line_exit_2_for_every_command() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(fixture("gguf/broken"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = BROKEN.iter().map(|(n, _)| n.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "every broken fixture is tested");
     for (name, needle) in BROKEN {
         let path = fixture(&format!("gguf/broken/{name}"));
         for args in [

@@ -52,10 +52,13 @@ pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
     let bad = |msg: String| Error::bad_file(path, msg);
     let pre = guard(file).map_err(bad)?;
     let content = Content::read(&mut Cursor::new(file)).map_err(|e| {
-        bad(format!(
-            "not a readable GGUF file ({})",
-            one_line(&e.to_string())
-        ))
+        let msg = one_line(&e.to_string());
+        match msg.strip_prefix("unknown dtype for tensor ") {
+            Some(ty) => bad(format!(
+                "a tensor has ggml type {ty}, which candle cannot read (F32, F16, BF16, Q4_0 to Q8_1 and the K-quants are supported; IQ types are not)"
+            )),
+            None => bad(format!("not a readable GGUF file ({msg})")),
+        }
     })?;
     if content.metadata.len() as u64 != pre.kv_count {
         return Err(bad(format!(
@@ -79,11 +82,15 @@ pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
             "tensor data starts at byte {data_start}, beyond the end of the file ({file_len} bytes); truncated?"
         )));
     }
-    let mut tensors = Vec::with_capacity(content.tensor_infos.len());
-    for (name, info) in &content.tensor_infos {
+    // By name, so that the first problem reported does not depend on
+    // hash order.
+    let mut infos: Vec<_> = content.tensor_infos.iter().collect();
+    infos.sort_by_key(|(name, _)| *name);
+    let mut tensors = Vec::with_capacity(infos.len());
+    for (name, info) in infos {
         tensors.push(tensor(name, info, data_start, alignment, file_len).map_err(bad)?);
     }
-    tensors.sort_by_key(|t| (t.start, t.end));
+    tensors.sort_by(|a, b| (a.start, a.end, &a.name).cmp(&(b.start, b.end, &b.name)));
     for pair in tensors.windows(2) {
         if pair[1].start < pair[0].end {
             return Err(bad(format!(
