@@ -480,9 +480,10 @@ fn special_id_out_of_range_loads_but_cannot_encode() {
     assert_eq!(vocab.readable(269).as_deref(), Some(" Paris"));
     assert_eq!(
         vocab.encode("Paris", true).unwrap_err().to_string(),
-        "`model.gguf`: cannot build the tokenizer: metadata `tokenizer.ggml.bos_token_id` is \
+        "`model.gguf`: cannot add special tokens: metadata `tokenizer.ggml.bos_token_id` is \
          999, expected an id below the 271 tokens"
     );
+    assert_eq!(vocab.encode("Paris", false).unwrap(), vec![269]);
 }
 
 #[test]
