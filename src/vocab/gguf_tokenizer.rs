@@ -179,17 +179,22 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
     Ok(tokenizer)
 }
 
-/// Token → id over the entries `keep` selects; the first id of a string
-/// stored twice wins (llama.cpp refuses such files).
+/// Token → id over the entries `keep` selects, resolving a string stored
+/// twice as [`Vocab::id`] does (llama.cpp refuses such files): the last
+/// control or user-defined entry, else the first other one.
 fn vocab_map(vocab: &Vocab, keep: impl Fn(&super::Entry) -> bool) -> bpe::Vocab {
     // Collecting keeps the last insert: walk backwards so the first wins.
-    vocab
+    let mut map: bpe::Vocab = vocab
         .entries
         .iter()
         .rev()
-        .filter(|e| keep(e))
+        .filter(|e| !e.added && keep(e))
         .map(|e| (e.token.clone(), e.id))
-        .collect()
+        .collect();
+    for e in vocab.entries.iter().filter(|e| e.added && keep(e)) {
+        map.insert(e.token.clone(), e.id);
+    }
+    map
 }
 
 /// The string of the unknown token: the declared `unknown_token_id`, else
