@@ -58,9 +58,9 @@ fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
-    if ckpt.format == WeightFormat::Gguf {
-        // The vocabulary of a GGUF file is in its metadata (not read yet).
-        return Ok(None);
+    if let (WeightFormat::Gguf, Some(metadata)) = (ckpt.format, ckpt.gguf_metadata()) {
+        // A GGUF file carries its vocabulary in its metadata.
+        return Ok(Vocab::from_gguf(&ckpt.shards[0].path, metadata)?);
     }
     Ok(Vocab::load(
         &ckpt.sources.dir,

@@ -5,6 +5,8 @@
 mod check;
 mod common;
 mod gguf;
+mod gguf_fuzz;
+mod gguf_words;
 mod human;
 mod info;
 mod lookup;

@@ -363,6 +363,16 @@ fn check_on_gguf() {
     assert_eq!(f["evidence"]["ids"][0]["id"], 5);
     assert_eq!(v["findings"][1]["evidence"]["ids"][0]["id"], 3);
     assert_eq!(v["findings"][1]["evidence"]["ids"][1]["id"], 4);
+    let (code, v) = run("gguf/untied-identical-q8_0.gguf");
+    assert_eq!(code, 0);
+    let same = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "untied-head-identical")
+        .expect("untied-head-identical");
+    assert_eq!(same["evidence"]["head"], "output.weight");
+    assert_eq!(same["evidence"]["bytes"], 373 * 34);
     let (code, v) = run("gguf/vocab-size-mismatch.gguf");
     assert_eq!(code, 1);
     assert_eq!(codes(&v, "error"), ["config-vocab-mismatch"]);
