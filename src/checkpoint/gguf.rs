@@ -3,7 +3,7 @@
 //! candle's `gguf_file::Content::read` parses the header, the metadata and
 //! the tensor infos. Around it this module checks what candle does not:
 //! before the call, a walk over the metadata section that allocates nothing
-//! ([`guard`]) rejects what would make candle panic (an alignment of 0) or
+//! (`guard`) rejects what would make candle panic (an alignment of 0) or
 //! allocate far beyond the file (millions of tiny values, each a 32-byte
 //! `Value`); after it, every tensor must be non-empty, a whole number of
 //! type blocks per row, at an offset aligned to `general.alignment`, with its
@@ -98,11 +98,6 @@ pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
         alignment,
         tensors,
     })
-}
-
-/// True when `file` starts with the GGUF magic.
-pub fn has_magic(file: &[u8]) -> bool {
-    file.starts_with(MAGIC)
 }
 
 /// The embscope dtype of a ggml type.

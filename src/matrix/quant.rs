@@ -96,6 +96,26 @@ mod tests {
     }
 
     #[test]
+    fn quantized_rows_are_whole_blocks() {
+        let values: Vec<f32> = (0..512).map(|i| (i % 13) as f32 - 6.0).collect();
+        let (bytes, want) = quantized(&values, GgmlDType::Q4K);
+        let m = super::super::Matrix::new("w", &bytes, Dtype::Q4_K, &[2, 256]).unwrap();
+        assert_eq!(m.row_len_bytes(), 144);
+        assert_eq!(m.row_bytes(1), &bytes[144..]);
+        assert_eq!(m.row(1), want[256..]);
+        let err = super::super::Matrix::new("w", &bytes, Dtype::Q4_K, &[4, 128]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tensor `w` of Q4_K has rows of 128 values, not a multiple of the 256-value block"
+        );
+        let err = super::super::Matrix::new("w", &bytes, Dtype::Q4_K, &[3, 256]).unwrap_err();
+        assert!(
+            err.to_string().contains("needs 432 bytes, found 288"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn matches_candle_aligned_and_not() {
         let values: Vec<f32> = (0..512 * 3)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
