@@ -6,6 +6,7 @@ mod check;
 mod common;
 mod gguf;
 mod gguf_fuzz;
+mod gguf_vocab;
 mod gguf_words;
 mod human;
 mod info;

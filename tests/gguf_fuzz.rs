@@ -1,8 +1,9 @@
 //! Deterministic mutation fuzzing of the GGUF reader: byte flips, small
 //! integer rewrites, length fields blown up, truncations and insertions,
 //! applied to every GGUF fixture. Opening (candle's reader behind our
-//! guards), the config from metadata and a quantized row read must return
-//! an answer or an error, never panic. `fuzz_gguf_for_minutes` (ignored;
+//! guards), the config and the vocabulary from metadata, encoding a text
+//! with that vocabulary and a quantized row read must return an answer or
+//! an error, never panic. `fuzz_gguf_for_minutes` (ignored;
 //! `benches/fuzz-gguf.sh`) runs the same for `EMBSCOPE_FUZZ_SECS` seconds.
 
 use std::path::Path;
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use embscope::checkpoint::{gguf, gguf_config};
 use embscope::matrix::Matrix;
+use embscope::vocab::Vocab;
 
 use crate::common::fixtures;
 
@@ -109,6 +111,9 @@ fn open(bytes: &[u8]) -> bool {
         return false;
     };
     let _ = gguf_config::from_metadata(path, &g.metadata);
+    if let Ok(Some(vocab)) = Vocab::from_gguf(path, &g.metadata) {
+        let _ = vocab.encode("Hello king, 1234\n", true);
+    }
     for t in &g.tensors {
         if let Ok(m) = Matrix::new(&t.name, &bytes[t.start..t.end], t.dtype, &t.shape)
             && m.rows() > 0

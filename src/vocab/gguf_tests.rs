@@ -480,9 +480,10 @@ fn special_id_out_of_range_loads_but_cannot_encode() {
     assert_eq!(vocab.readable(269).as_deref(), Some(" Paris"));
     assert_eq!(
         vocab.encode("Paris", true).unwrap_err().to_string(),
-        "`model.gguf`: cannot build the tokenizer: metadata `tokenizer.ggml.bos_token_id` is \
+        "`model.gguf`: cannot add special tokens: metadata `tokenizer.ggml.bos_token_id` is \
          999, expected an id below the 271 tokens"
     );
+    assert_eq!(vocab.encode("Paris", false).unwrap(), vec![269]);
 }
 
 #[test]
@@ -506,4 +507,25 @@ fn summary_counts_specials() {
     assert_eq!(summary.added, 5);
     assert_eq!(summary.special, 5);
     assert!(vocab.duplicates().is_empty());
+}
+
+#[test]
+fn empty_and_duplicate_tokens_do_not_break_encoding() {
+    let mut map = gpt2_meta("gpt-2");
+    let Value::Array(tokens) = map.get_mut("tokenizer.ggml.tokens").unwrap() else {
+        unreachable!()
+    };
+    tokens[267] = Value::String(String::new());
+    tokens[268] = Value::String("hello".into());
+    let Value::Array(kinds) = map.get_mut("tokenizer.ggml.token_type").unwrap() else {
+        unreachable!()
+    };
+    kinds[268] = Value::I32(4);
+    let vocab = load(&map);
+    // A string stored twice (llama.cpp refuses such files) means its
+    // user-defined entry, in lookups and encoding alike; an empty control
+    // token matches nothing.
+    assert_eq!(vocab.id("hello"), Some(268));
+    assert_eq!(vocab.encode("hello world", false).unwrap(), vec![268, 264]);
+    assert_eq!(vocab.token(267), Some(""));
 }

@@ -179,17 +179,22 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
     Ok(tokenizer)
 }
 
-/// Token → id over the entries `keep` selects; the first id of a string
-/// stored twice wins (llama.cpp refuses such files).
+/// Token → id over the entries `keep` selects, resolving a string stored
+/// twice as [`Vocab::id`] does (llama.cpp refuses such files): the last
+/// control or user-defined entry, else the first other one.
 fn vocab_map(vocab: &Vocab, keep: impl Fn(&super::Entry) -> bool) -> bpe::Vocab {
     // Collecting keeps the last insert: walk backwards so the first wins.
-    vocab
+    let mut map: bpe::Vocab = vocab
         .entries
         .iter()
         .rev()
-        .filter(|e| keep(e))
+        .filter(|e| !e.added && keep(e))
         .map(|e| (e.token.clone(), e.id))
-        .collect()
+        .collect();
+    for e in vocab.entries.iter().filter(|e| e.added && keep(e)) {
+        map.insert(e.token.clone(), e.id);
+    }
+    map
 }
 
 /// The string of the unknown token: the declared `unknown_token_id`, else
@@ -237,23 +242,26 @@ fn score_merges(vocab: &Vocab, scores: &[f32]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The bos / eos / separator tokens encoding adds, as a template; an error
-/// when a token to add has an id outside the vocabulary.
-fn template(recipe: &Recipe, vocab: &Vocab) -> Result<Option<TemplateProcessing>, String> {
+/// The tokens encoding with special tokens adds, as (role, id, whether it
+/// goes first): bos (BERT: cls) first, eos and separator last, each when
+/// its `add_*` flag is on and its id is declared. An error when such an id
+/// is outside the vocabulary.
+pub(crate) fn added_specials(
+    recipe: &Recipe,
+    vocab: &Vocab,
+) -> Result<Vec<(&'static str, u32, bool)>, String> {
     // BERT files declare the first token as `cls` (older ones as `bos`).
     let first = match recipe.id("cls") {
         Some(_) if recipe.model == "bert" => ("cls", "cls"),
         _ => ("bos", "bos"),
     };
     let wanted = [
-        (first.0, first.1, recipe.add_bos),
-        ("eos", "eos", recipe.add_eos),
-        ("sep", "seperator", recipe.add_sep),
+        (first, recipe.add_bos, true),
+        (("eos", "eos"), recipe.add_eos, false),
+        (("sep", "seperator"), recipe.add_sep, false),
     ];
-    let mut before = Vec::new();
-    let mut after = Vec::new();
-    let mut specials: Vec<(String, u32)> = Vec::new();
-    for (role, key, add) in wanted {
+    let mut out = Vec::new();
+    for ((role, key), add, before) in wanted {
         let Some(id) = recipe.id(role).filter(|_| add) else {
             continue;
         };
@@ -262,29 +270,30 @@ fn template(recipe: &Recipe, vocab: &Vocab) -> Result<Option<TemplateProcessing>
             .filter(|&id| (id as usize) < vocab.size())
             .ok_or_else(|| {
                 format!(
-                    "cannot build the tokenizer: metadata `tokenizer.ggml.{key}_token_id` is {id}, \
+                    "cannot add special tokens: metadata `tokenizer.ggml.{key}_token_id` is {id}, \
                      expected an id below the {} tokens",
                     vocab.size()
                 )
             })?;
-        if role == first.0 {
-            before.push(role);
-        } else {
-            after.push(role);
-        }
-        specials.push((role.to_string(), id));
+        out.push((role, id, before));
     }
+    Ok(out)
+}
+
+/// The template adding [`added_specials`]; none when there are none or
+/// one is out of range (encoding with special tokens then fails first).
+fn template(recipe: &Recipe, vocab: &Vocab) -> Result<Option<TemplateProcessing>, String> {
+    let specials = added_specials(recipe, vocab).unwrap_or_default();
     if specials.is_empty() {
         return Ok(None);
     }
-    let single: Vec<&str> = before.into_iter().chain(["$A"]).chain(after).collect();
+    let before = specials.iter().filter(|s| s.2).map(|s| s.0);
+    let after = specials.iter().filter(|s| !s.2).map(|s| s.0);
+    let single: Vec<&str> = before.chain(["$A"]).chain(after).collect();
+    let ids: Vec<(String, u32)> = specials.iter().map(|s| (s.0.to_string(), s.1)).collect();
     TemplateProcessing::builder()
         .try_single(single)
-        .and_then(|b| {
-            b.special_tokens(specials)
-                .build()
-                .map_err(|e| e.to_string())
-        })
+        .and_then(|b| b.special_tokens(ids).build().map_err(|e| e.to_string()))
         .map(Some)
         .map_err(|e| format!("cannot build the tokenizer: {e}"))
 }

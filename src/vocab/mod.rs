@@ -340,6 +340,10 @@ impl Vocab {
         let tokenizer = built
             .as_ref()
             .map_err(|e| Error::bad_file(&self.file, e.clone()))?;
+        if let Some(recipe) = self.gguf.as_deref().filter(|_| add_special_tokens) {
+            gguf_tokenizer::added_specials(recipe, self)
+                .map_err(|e| Error::bad_file(&self.file, e))?;
+        }
         let encoding = tokenizer.encode(text, add_special_tokens).map_err(|e| {
             Error::BadInput(format!(
                 "cannot encode {text:?}: {}",
