@@ -1,7 +1,8 @@
 //! embscope: inspect the vocabulary layers of a language-model checkpoint.
 //!
-//! Data flows one way: [`checkpoint`] locates and maps the files, reads the
-//! config and indexes every tensor; [`roles`] decides which tensor is the
+//! Data flows one way: [`checkpoint`] locates and maps the files
+//! (safetensors, or one GGUF file read through candle), reads the config
+//! and indexes every tensor; [`roles`] decides which tensor is the
 //! embedding and which the head; [`vocab`] reads the tokenizer files;
 //! [`matrix`] gives typed rows over the mapped bytes and [`search`] streams
 //! them; the [`cmd`] modules compute plain reports; [`render`] prints them

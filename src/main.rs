@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use embscope::checkpoint::Checkpoint;
 use embscope::checkpoint::locate::locate;
+use embscope::checkpoint::{Checkpoint, WeightFormat};
 use embscope::cli::{CheckArgs, Cli, Command, Format, LookupArgs, MetricArg, NeighborsArgs};
 use embscope::cmd;
 use embscope::progress::Progress;
@@ -98,6 +98,10 @@ fn open_checkpoint(model: &str, cli: &Cli) -> Result<Checkpoint, Stop> {
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
+    if let (WeightFormat::Gguf, Some(metadata)) = (ckpt.format, ckpt.gguf_metadata()) {
+        // A GGUF file carries its vocabulary in its metadata.
+        return Ok(Vocab::from_gguf(&ckpt.shards[0].path, metadata)?);
+    }
     Ok(Vocab::load(
         &ckpt.sources.dir,
         ckpt.config.as_ref().map(|c| &c.raw),

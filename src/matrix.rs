@@ -5,6 +5,11 @@
 //! blocks of rows to `f32` on demand. Reading a row touches only that row's
 //! bytes. The bytes may sit at any address: conversions never reinterpret
 //! `&[u8]` as wider integers, they decode through small aligned buffers.
+//!
+//! Rows of the block-quantized GGUF types are whole blocks; they are
+//! dequantized per block of rows (see `quant`), so memory stays flat.
+
+mod quant;
 
 use half::f16;
 use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
@@ -52,6 +57,7 @@ pub struct Matrix<'a> {
     dtype: Dtype,
     rows: usize,
     cols: usize,
+    row_bytes: usize,
 }
 
 impl<'a> Matrix<'a> {
@@ -61,7 +67,7 @@ impl<'a> Matrix<'a> {
     /// columns, has more rows than 32-bit token ids can address, the dtype is not a supported
     /// float type, or `bytes` is not exactly `rows * cols * element size` long.
     pub fn new(name: &'a str, bytes: &'a [u8], dtype: Dtype, shape: &[usize]) -> Result<Self> {
-        if !SUPPORTED.contains(&dtype) {
+        if !SUPPORTED.contains(&dtype) && !dtype.is_quantized() {
             let names: Vec<&str> = SUPPORTED.iter().map(|d| d.name()).collect();
             return Err(Error::BadInput(format!(
                 "tensor `{name}` is {dtype}; a vocabulary layer needs a floating-point matrix ({})",
@@ -84,8 +90,16 @@ impl<'a> Matrix<'a> {
                 "tensor `{name}` has shape [{rows}, 0]; a vocabulary layer needs at least one column"
             )));
         }
-        let elem = (dtype.bits() / 8) as usize;
-        let expected = rows.checked_mul(cols).and_then(|n| n.checked_mul(elem));
+        let (block, _) = dtype.block();
+        if !(cols as u64).is_multiple_of(block) {
+            return Err(Error::BadInput(format!(
+                "tensor `{name}` of {dtype} has rows of {cols} values, not a multiple of the {block}-value block"
+            )));
+        }
+        let row_bytes = dtype
+            .bytes_for(cols as u64)
+            .and_then(|b| usize::try_from(b).ok());
+        let expected = row_bytes.and_then(|b| rows.checked_mul(b));
         if expected != Some(bytes.len()) {
             return Err(Error::BadInput(format!(
                 "tensor `{name}` of shape [{rows}, {cols}] {dtype} needs {} bytes, found {}",
@@ -99,6 +113,7 @@ impl<'a> Matrix<'a> {
             dtype,
             rows,
             cols,
+            row_bytes: row_bytes.unwrap_or(0),
         })
     }
 
@@ -141,9 +156,9 @@ impl<'a> Matrix<'a> {
         self.bytes
     }
 
-    /// Bytes taken by one row.
+    /// Bytes taken by one row (whole blocks for a block-quantized type).
     pub fn row_len_bytes(&self) -> usize {
-        self.cols * (self.dtype.bits() / 8) as usize
+        self.row_bytes
     }
 
     /// Row `i` converted to f32 (exactly; F64 rounds to nearest).
@@ -184,10 +199,11 @@ impl<'a> Matrix<'a> {
     }
 }
 
-/// Decodes `bytes` (little-endian elements of `dtype`) into `out`.
+/// Decodes `bytes` (little-endian elements, or whole blocks, of `dtype`)
+/// into `out`.
 ///
-/// `dtype` must be one of [`SUPPORTED`] and `bytes.len()` must be
-/// `out.len()` elements; [`Matrix::new`] guarantees both.
+/// `dtype` must be one of [`SUPPORTED`] or block-quantized and `bytes.len()`
+/// must hold `out.len()` values; [`Matrix::new`] guarantees both.
 pub(crate) fn convert(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
     match dtype {
         Dtype::F32 => {
@@ -230,6 +246,7 @@ pub(crate) fn convert(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
                 *o = table[b as usize];
             }
         }
+        q if q.is_quantized() => quant::dequantize(q, bytes, out),
         other => unreachable!("Matrix::new rejects {other}"),
     }
 }

@@ -1,10 +1,12 @@
 //! Which tensor is the input embedding, which the output head, and whether
-//! they are tied: naming conventions of the major families, shape against
-//! the config, and transformers' tie resolution.
+//! they are tied: naming conventions of the major families (GGUF's
+//! `token_embd.weight` and `output.weight` among them), shape against the
+//! config, and transformers' tie resolution (GGUF: tied when no head is
+//! stored).
 
 use serde::Serialize;
 
-use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::checkpoint::{Checkpoint, TensorEntry, WeightFormat};
 use crate::{Error, Result};
 
 /// Name endings of input embeddings, most specific first.
@@ -113,7 +115,13 @@ impl Roles {
         let embedding = choose(ckpt, EMBEDDING_NAMES, vocab, hidden);
         let head = choose(ckpt, HEAD_NAMES, vocab, hidden);
         let written = ckpt.config.as_ref().and_then(|c| c.tie_word_embeddings);
-        let resolved = ckpt.config.as_ref().is_none_or(|c| c.tie_resolved());
+        // GGUF has no tie flag: llama.cpp uses `token_embd` as the head
+        // when no `output.weight` is stored.
+        let resolved = if ckpt.format == WeightFormat::Gguf {
+            head.is_none()
+        } else {
+            ckpt.config.as_ref().is_none_or(|c| c.tie_resolved())
+        };
         let is_lm = ckpt.config.as_ref().is_none_or(|c| {
             c.architectures.is_empty() || c.architectures.iter().any(|a| is_lm_architecture(a))
         });

@@ -5,6 +5,10 @@
 mod check;
 mod common;
 mod conventions;
+mod gguf;
+mod gguf_fuzz;
+mod gguf_vocab;
+mod gguf_words;
 mod human;
 mod info;
 mod kernels;

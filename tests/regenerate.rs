@@ -5,6 +5,8 @@
 pub mod checkpoints;
 #[path = "../fixtures/gen/defects.rs"]
 mod defects;
+#[path = "../fixtures/gen/gguf.rs"]
+pub mod gguf;
 #[path = "../fixtures/gen/pieces.rs"]
 mod pieces;
 #[path = "../fixtures/gen/tokenizer_files.rs"]

@@ -28,6 +28,13 @@ pub struct ModelConfig {
     pub tie_word_embeddings: Option<bool>,
     /// Whether values came from a nested `text_config`.
     pub nested_text_config: bool,
+    /// `general.name` of a GGUF file (absent for config.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `general.file_type` of a GGUF file, e.g. `Q4_K_M (15)` (absent for
+    /// config.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_type: Option<String>,
     /// The whole document, for readers of other keys (special ids).
     #[serde(skip)]
     pub raw: Value,
@@ -113,8 +120,25 @@ impl ModelConfig {
             torch_dtype,
             tie_word_embeddings: tie,
             nested_text_config: text_cfg.is_some(),
+            name: None,
+            file_type: None,
             raw,
         })
+    }
+
+    /// How messages name a config value: `config.json vocab_size`, or for
+    /// a GGUF file the metadata key (`llama.vocab_size`,
+    /// `llama.embedding_length` for the hidden size).
+    pub fn describe(&self, key: &str) -> String {
+        if !super::locate::is_gguf(&self.file) {
+            return format!("config.json {key}");
+        }
+        let arch = self.model_type.as_deref().unwrap_or("?");
+        match key {
+            "vocab_size" => format!("GGUF `{arch}.vocab_size`"),
+            "hidden size" => format!("GGUF `{arch}.embedding_length`"),
+            other => format!("GGUF {other}"),
+        }
     }
 
     /// `tie_word_embeddings` as transformers resolves it: the written value,

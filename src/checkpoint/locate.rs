@@ -1,6 +1,12 @@
 //! Turning the MODEL argument into files: a directory, a `.safetensors`
-//! file, an `*.safetensors.index.json`, or a Hub id found in the local
-//! Hugging Face cache. Nothing is downloaded, ever.
+//! file, an `*.safetensors.index.json`, a `.gguf` file, or a Hub id found in
+//! the local Hugging Face cache. Nothing is downloaded, ever.
+//!
+//! A directory with safetensors weights is read as such even when it also
+//! holds GGUF files. Without them, a directory holding exactly one `.gguf`
+//! is that file; several are an error that lists them (GGUF repositories
+//! usually hold one file per quantization, and guessing would hide which
+//! one was read): name the file as MODEL.
 
 use std::path::{Path, PathBuf};
 
@@ -13,8 +19,9 @@ pub struct Sources {
     pub dir: PathBuf,
     /// The index file, when the weights are sharded through one.
     pub index: Option<PathBuf>,
-    /// The safetensors files, in a stable order. For an index, the files
-    /// it names (resolved later, once the index is read); empty until then.
+    /// The safetensors files, in a stable order, or the one GGUF file. For
+    /// an index, the files it names (resolved later, once the index is
+    /// read); empty until then.
     pub shards: Vec<PathBuf>,
     /// The Hub id and snapshot directory, when MODEL was resolved in the cache.
     pub hub: Option<HubSnapshot>,
@@ -47,13 +54,14 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
         return from_hub(model, revision);
     }
     Err(Error::BadInput(format!(
-        "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json or a Hub id such as `org/name`)"
+        "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json, a .gguf file or a Hub id such as `org/name`)"
     )))
 }
 
 fn from_dir(dir: &Path) -> Result<Sources> {
     let mut safetensors = Vec::new();
     let mut indexes = Vec::new();
+    let mut ggufs = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     for entry in entries {
         let p = entry.map_err(|e| Error::io(dir, e))?.path();
@@ -62,7 +70,12 @@ fn from_dir(dir: &Path) -> Result<Sources> {
             indexes.push(p);
         } else if name.ends_with(".safetensors") && p.is_file() {
             safetensors.push(p);
+        } else if is_gguf(&p) && p.is_file() {
+            ggufs.push(p);
         }
+    }
+    if safetensors.is_empty() && indexes.is_empty() && !ggufs.is_empty() {
+        return one_gguf(dir, ggufs);
     }
     indexes.sort();
     safetensors.sort();
@@ -94,7 +107,7 @@ fn from_dir(dir: &Path) -> Result<Sources> {
     if safetensors.is_empty() {
         return Err(Error::bad_file(
             dir,
-            "no .safetensors files and no .safetensors.index.json in this directory",
+            "no .safetensors files, no .safetensors.index.json and no .gguf file in this directory",
         ));
     }
     let single = dir.join("model.safetensors");
@@ -126,7 +139,7 @@ fn from_file(file: &Path) -> Result<Sources> {
             hub: None,
             notes: Vec::new(),
         })
-    } else if name.ends_with(".safetensors") {
+    } else if name.ends_with(".safetensors") || is_gguf(file) {
         // A shard alone lacks the tensors of the other shards: open the
         // checkpoint its index describes.
         if let Some(index) = index_naming(&dir, name) {
@@ -150,7 +163,7 @@ fn from_file(file: &Path) -> Result<Sources> {
     } else {
         Err(Error::bad_file(
             file,
-            "expected a .safetensors file, a .safetensors.index.json or a model directory",
+            "expected a .safetensors file, a .safetensors.index.json, a .gguf file or a model directory",
         ))
     }
 }
@@ -179,6 +192,45 @@ fn index_naming(dir: &Path, shard: &str) -> Option<PathBuf> {
         v.get("weight_map")
             .and_then(|m| m.as_object())
             .is_some_and(|m| m.values().any(|f| f.as_str() == Some(shard)))
+    })
+}
+
+/// True for a file named `*.gguf` (any case).
+pub fn is_gguf(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
+
+/// The sources of a directory whose weights are the GGUF files `ggufs`:
+/// exactly one, else an error listing them.
+fn one_gguf(dir: &Path, mut ggufs: Vec<PathBuf>) -> Result<Sources> {
+    ggufs.sort();
+    if ggufs.len() > 1 {
+        let names: Vec<String> = ggufs
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        return Err(Error::bad_file(
+            dir,
+            format!(
+                "{} .gguf files ({}); name one of them as MODEL",
+                ggufs.len(),
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(Sources {
+        dir: dir.to_path_buf(),
+        index: None,
+        shards: ggufs,
+        hub: None,
+        notes: Vec::new(),
     })
 }
 

@@ -1,19 +1,23 @@
 //! Opening a checkpoint: locate its files, map every shard read-only,
 //! validate the headers and build one tensor index, read `config.json`.
+//! A GGUF file is one shard whose metadata stands in for `config.json`.
 //!
 //! Opening reads headers only; tensor bytes are touched when a command asks
 //! for them through [`Checkpoint::bytes`].
 
 pub mod config;
+pub mod gguf;
+pub mod gguf_config;
 pub mod header;
 mod index;
 pub mod locate;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use candle_core::quantized::gguf_file::Value as GgufValue;
 use memmap2::Mmap;
 
 pub use config::ModelConfig;
@@ -60,9 +64,21 @@ impl TensorEntry {
     }
 }
 
+/// How the weights are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightFormat {
+    /// safetensors files (one, or shards under an index).
+    Safetensors,
+    /// One GGUF file (llama.cpp).
+    Gguf,
+}
+
 /// An opened checkpoint: mapped shards, one tensor index, config.
 #[derive(Debug)]
 pub struct Checkpoint {
+    /// How the weights are stored.
+    pub format: WeightFormat,
     /// The MODEL argument as given.
     pub model: String,
     /// The files it resolved to.
@@ -71,8 +87,10 @@ pub struct Checkpoint {
     pub shards: Vec<Shard>,
     /// Every tensor, by name.
     pub tensors: BTreeMap<String, TensorEntry>,
-    /// `config.json`, when present.
+    /// `config.json`, when present; for GGUF, built from the metadata.
     pub config: Option<ModelConfig>,
+    /// The metadata of a GGUF file.
+    gguf_metadata: Option<HashMap<String, GgufValue>>,
 }
 
 impl Checkpoint {
@@ -84,6 +102,11 @@ impl Checkpoint {
     /// Opens the files MODEL was located at (so that a caller can show
     /// [`Sources::notes`] before the files are read).
     pub fn open_located(model: &str, mut sources: Sources) -> Result<Checkpoint> {
+        if let [path] = &sources.shards[..]
+            && locate::is_gguf(path)
+        {
+            return Self::open_gguf(model, sources);
+        }
         let weight_map = match &sources.index {
             Some(index) => {
                 let wm = index::read(index)?;
@@ -130,12 +153,54 @@ impl Checkpoint {
         }
         let config = ModelConfig::load(&sources.dir)?;
         Ok(Checkpoint {
+            format: WeightFormat::Safetensors,
             model: model.to_string(),
             sources,
             shards,
             tensors,
             config,
+            gguf_metadata: None,
         })
+    }
+
+    /// Opens the one GGUF file of `sources`.
+    fn open_gguf(model: &str, sources: Sources) -> Result<Checkpoint> {
+        let path = sources.shards[0].clone();
+        let map = map_file(&path)?;
+        let g = gguf::read(&path, &map)?;
+        let tensors = g
+            .tensors
+            .iter()
+            .map(|t| {
+                let entry = TensorEntry {
+                    name: t.name.clone(),
+                    dtype: t.dtype,
+                    shape: t.shape.clone(),
+                    shard: 0,
+                    range: t.start..t.end,
+                };
+                (t.name.clone(), entry)
+            })
+            .collect();
+        let config = gguf_config::from_metadata(&path, &g.metadata)?;
+        Ok(Checkpoint {
+            format: WeightFormat::Gguf,
+            model: model.to_string(),
+            sources,
+            shards: vec![Shard {
+                path,
+                map,
+                tensor_count: g.tensors.len(),
+            }],
+            tensors,
+            config: Some(config),
+            gguf_metadata: Some(g.metadata),
+        })
+    }
+
+    /// The metadata key-values of a GGUF checkpoint (`None` for safetensors).
+    pub fn gguf_metadata(&self) -> Option<&HashMap<String, GgufValue>> {
+        self.gguf_metadata.as_ref()
     }
 
     /// The tensor called `name`.

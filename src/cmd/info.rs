@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::TensorSummary;
-use crate::checkpoint::{Checkpoint, HubSnapshot, ModelConfig};
+use crate::checkpoint::{Checkpoint, HubSnapshot, ModelConfig, WeightFormat};
 use crate::roles::{Choice, Roles, Tie};
 use crate::vocab::{TokenizerSummary, Vocab};
 
@@ -24,6 +24,8 @@ const SIDE_FILES: &[(&str, &str)] = &[
 pub struct InfoReport {
     /// MODEL as given.
     pub model: String,
+    /// How the weights are stored (`safetensors` or `gguf`).
+    pub format: WeightFormat,
     /// The cache snapshot, when MODEL was a Hub id.
     pub hub: Option<HubSnapshot>,
     /// Weight files, index and side files, with sizes.
@@ -72,10 +74,10 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
         files.push(file_entry(index, "index"));
     }
     // One file that is all the weights is not a shard of anything.
-    let kind = if ckpt.shards.len() == 1 && ckpt.sources.index.is_none() {
-        "file"
-    } else {
-        "shard"
+    let kind = match ckpt.format {
+        WeightFormat::Gguf => "gguf",
+        _ if ckpt.shards.len() == 1 && ckpt.sources.index.is_none() => "file",
+        WeightFormat::Safetensors => "shard",
     };
     for shard in &ckpt.shards {
         files.push(FileEntry {
@@ -99,6 +101,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
     };
     InfoReport {
         model: ckpt.model.clone(),
+        format: ckpt.format,
         hub: ckpt.sources.hub.clone(),
         files,
         config: ckpt.config.clone(),

@@ -58,6 +58,8 @@ pub struct DtypeTotal {
     pub params: u64,
     /// Bytes.
     pub bytes: u64,
+    /// Storage bits per parameter (16 for BF16, 8.5 for Q8_0, 4.5 for Q4_K).
+    pub bits_per_weight: f64,
 }
 
 /// What tying the head to the embedding is worth.
@@ -110,6 +112,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeRepo
             tensors: 0,
             params: 0,
             bytes: 0,
+            bits_per_weight: t.dtype.bits_per_weight(),
         });
         e.tensors += 1;
         e.params += t.params();
@@ -163,7 +166,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeRepo
             .map(|d| {
                 Dtype::parse(d).filter(|d| d.is_float()).ok_or_else(|| {
                     Error::BadInput(format!(
-                        "--dtype `{d}` is not a floating-point dtype (expected bf16, f16, f32, f64, f8_e4m3, f8_e5m2 ...)"
+                        "--dtype `{d}` is not a floating-point dtype (expected bf16, f16, f32, f64, f8_e4m3, f8_e5m2, or a GGUF type: q8_0, q4_k, q6_k ...)"
                     ))
                 })
             })
@@ -184,7 +187,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeRepo
                 Some(d) if stored.is_float() => d,
                 _ => stored,
             };
-            d.bytes_for(params).ok_or_else(overflow)
+            d.bytes_padded(params).ok_or_else(overflow)
         };
         let mut other_bytes = 0u64;
         let mut other_params = 0u64;

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::{Human, Style, bytes, count, field, file_name, plural, shape};
+use crate::checkpoint::WeightFormat;
 use crate::cmd::info::{InfoReport, RoleTensor};
 
 impl Human for InfoReport {
@@ -45,6 +46,12 @@ impl Human for InfoReport {
                 if let Some(d) = &c.torch_dtype {
                     parts.push(format!("torch_dtype {d}"));
                 }
+                if let Some(t) = &c.file_type {
+                    parts.push(format!("file_type {t}"));
+                }
+                if let Some(n) = &c.name {
+                    parts.push(format!("name {n:?}"));
+                }
                 let mut config = parts.join(", ");
                 if c.nested_text_config {
                     config.push_str(" (from text_config)");
@@ -62,11 +69,17 @@ impl Human for InfoReport {
             .tie
             .config
             .map_or_else(|| "absent".to_string(), |b| b.to_string());
-        let mut tie = format!(
-            "{}; tie_word_embeddings {written} as written, {} resolved",
-            self.tie.status.describe(),
-            self.tie.resolved
-        );
+        let mut tie = match self.format {
+            WeightFormat::Gguf => format!(
+                "{}; GGUF has no tie flag (tied when no `output.weight` is stored)",
+                self.tie.status.describe()
+            ),
+            WeightFormat::Safetensors => format!(
+                "{}; tie_word_embeddings {written} as written, {} resolved",
+                self.tie.status.describe(),
+                self.tie.resolved
+            ),
+        };
         if let Some(same) = self.tie.head_identical {
             tie.push_str(if same {
                 "; stored head is byte-identical to the embedding"
@@ -87,6 +100,9 @@ impl Human for InfoReport {
                     t.special,
                     style.dim(&file_name(&t.file.display().to_string()))
                 ),
+                None if self.format == WeightFormat::Gguf => {
+                    style.dim("no vocabulary read from the GGUF metadata")
+                }
                 None => style.dim("no tokenizer.json"),
             },
         );

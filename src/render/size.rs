@@ -5,25 +5,44 @@ use crate::cmd::size::SizeReport;
 
 impl Human for SizeReport {
     fn human(&self, style: &Style) -> String {
+        // Bits per weight are shown when they are not whole (GGUF quants).
+        let bpw = self
+            .by_dtype
+            .iter()
+            .any(|d| d.bits_per_weight.fract() != 0.0);
         let mut rows: Vec<Vec<String>> = self
             .by_dtype
             .iter()
             .map(|d| {
-                vec![
+                let mut row = vec![
                     d.dtype.clone(),
                     count(d.tensors as u64),
                     count(d.params),
                     bytes(d.bytes),
-                ]
+                ];
+                if bpw {
+                    row.push(format!("{:.4}", d.bits_per_weight));
+                }
+                row
             })
             .collect();
-        rows.push(vec![
+        let mut total = vec![
             "total".into(),
             count(self.by_dtype.iter().map(|d| d.tensors as u64).sum()),
             count(self.total_params),
             bytes(self.total_bytes),
-        ]);
-        let mut out = table(&["dtype", "tensors", "params", "bytes"], &[1, 2, 3], rows);
+        ];
+        if bpw {
+            let all = self.total_bytes as f64 * 8.0 / self.total_params.max(1) as f64;
+            total.push(format!("{all:.4}"));
+        }
+        rows.push(total);
+        let mut out = if bpw {
+            let header = ["dtype", "tensors", "params", "bytes", "bits/weight"];
+            table(&header, &[1, 2, 3, 4], rows)
+        } else {
+            table(&["dtype", "tensors", "params", "bytes"], &[1, 2, 3], rows)
+        };
         out.push('\n');
         let share = |p: u64| {
             percent(if self.total_params == 0 {

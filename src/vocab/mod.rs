@@ -7,6 +7,8 @@
 //! Special-token declarations come from the private `special` module, human
 //! forms from `readable`, word resolution and suggestions from `lookup`.
 
+mod gguf;
+mod gguf_tokenizer;
 mod kind;
 mod lookup;
 mod parse;
@@ -22,6 +24,7 @@ use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
 
+pub use gguf::{GGUF_SOURCE, TokenType};
 pub use kind::{TokenKind, is_placeholder};
 pub use lookup::WordMatch;
 pub use readable::TokenStyle;
@@ -108,6 +111,11 @@ pub struct Vocab {
     special_ids: HashSet<u32>,
     decls: Vec<SpecialDecl>,
     config_added: Vec<(u32, String)>,
+    /// GGUF token types by id (empty for tokenizer.json).
+    kinds: Vec<TokenType>,
+    /// How to build the tokenizer of a GGUF vocabulary.
+    gguf: Option<Box<gguf::Recipe>>,
+    /// The built tokenizer, or the message saying why it cannot be built.
     tokenizer: OnceLock<std::result::Result<Tokenizer, String>>,
 }
 
@@ -225,6 +233,8 @@ impl Vocab {
             special_ids,
             decls,
             config_added,
+            kinds: Vec::new(),
+            gguf: None,
             tokenizer: OnceLock::new(),
         };
         let declared: Vec<u32> = vocab
@@ -240,7 +250,7 @@ impl Vocab {
         Ok(Some(vocab))
     }
 
-    /// The tokenizer.json this vocabulary was read from.
+    /// The tokenizer.json (or GGUF file) this vocabulary was read from.
     pub fn file(&self) -> &Path {
         &self.file
     }
@@ -334,25 +344,23 @@ impl Vocab {
             .copied()
     }
 
-    /// Encodes `text` with the full tokenizer, built from the file on the
-    /// first call and kept. Padding and truncation set in the file are
-    /// turned off: the ids are those of the text (plus the template's
-    /// special tokens when `add_special_tokens`).
+    /// Encodes `text` with the full tokenizer, built from the file (or, for
+    /// a GGUF, from its metadata) on the first call and kept. Padding and
+    /// truncation set in the file are turned off: the ids are those of the
+    /// text (plus the template's special tokens when `add_special_tokens`).
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
-        let built = self.tokenizer.get_or_init(|| {
-            let mut tokenizer =
-                Tokenizer::from_file(&self.file).map_err(|e| one_line(&e.to_string()))?;
-            // A file may pad or truncate every encoding (sentence-transformers
-            // exports pad to 128); lookups want the text's own tokens only.
-            tokenizer.with_padding(None);
-            tokenizer
-                .with_truncation(None)
-                .map_err(|e| one_line(&e.to_string()))?;
-            Ok(tokenizer)
+        let built = self.tokenizer.get_or_init(|| match &self.gguf {
+            Some(recipe) => gguf_tokenizer::build(recipe, self),
+            None => tokenizer_from_file(&self.file)
+                .map_err(|e| format!("cannot build the tokenizer: {}", one_line(&e.to_string()))),
         });
         let tokenizer = built
             .as_ref()
-            .map_err(|e| Error::bad_file(&self.file, format!("cannot build the tokenizer: {e}")))?;
+            .map_err(|e| Error::bad_file(&self.file, e.clone()))?;
+        if let Some(recipe) = self.gguf.as_deref().filter(|_| add_special_tokens) {
+            gguf_tokenizer::added_specials(recipe, self)
+                .map_err(|e| Error::bad_file(&self.file, e))?;
+        }
         let encoding = tokenizer.encode(text, add_special_tokens).map_err(|e| {
             Error::BadInput(format!(
                 "cannot encode {text:?}: {}",
@@ -460,6 +468,16 @@ pub fn special_decls(dir: &Path, config: Option<&serde_json::Value>) -> Result<V
         Some(vocab) => Ok(vocab.decls),
         None => Ok(special::collect(dir, config)?.decls),
     }
+}
+
+/// The tokenizer of a tokenizer.json, without the padding and truncation
+/// a file may set (sentence-transformers exports pad to 128): lookups want
+/// the text's own tokens only.
+fn tokenizer_from_file(file: &Path) -> tokenizers::Result<Tokenizer> {
+    let mut tokenizer = Tokenizer::from_file(file)?;
+    tokenizer.with_padding(None);
+    tokenizer.with_truncation(None)?;
+    Ok(tokenizer)
 }
 
 fn one_line(s: &str) -> String {

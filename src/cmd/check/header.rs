@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Finding, Severity, Subject, cut, id_list, ids_phrase};
+use crate::checkpoint::WeightFormat;
 use crate::dtype::Dtype;
 use crate::render::bytes;
 use crate::roles::TieStatus;
@@ -50,7 +51,12 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
         out.push(Finding::new(
             Severity::Info,
             "no-tokenizer",
-            "no tokenizer.json: checks against the tokenizer are skipped".into(),
+            if s.ckpt.format == WeightFormat::Gguf {
+                "no vocabulary read from the GGUF metadata: checks against the tokenizer are skipped"
+            } else {
+                "no tokenizer.json: checks against the tokenizer are skipped"
+            }
+            .into(),
             json!({"dir": s.ckpt.sources.dir.display().to_string()}),
         ));
     }
@@ -86,7 +92,11 @@ fn sizes(s: &Subject, out: &mut Vec<Finding>) {
                 Severity::Error,
                 "config-vocab-mismatch",
                 format!(
-                    "config.json vocab_size is {cv}, `{}` has {rows} rows: loading fails with a size mismatch",
+                    "{} is {cv}, `{}` has {rows} rows: loading fails with a size mismatch",
+                    s.ckpt
+                        .config
+                        .as_ref()
+                        .map_or_else(String::new, |c| c.describe("vocab_size")),
                     emb.name
                 ),
                 json!({"config_vocab_size": cv, "tensor": emb.name, "rows": rows}),
@@ -201,7 +211,8 @@ fn hidden(s: &Subject, out: &mut Vec<Finding>) {
             Severity::Error,
             "hidden-size-mismatch",
             format!(
-                "config.json hidden size is {hs}, `{}` has {cols} columns",
+                "{} is {hs}, `{}` has {cols} columns",
+                config.describe("hidden size"),
                 emb.name
             ),
             json!({"config_hidden_size": hs, "tensor": emb.name, "cols": cols}),
@@ -262,8 +273,11 @@ fn config_dtype(s: &str) -> Option<Dtype> {
 }
 
 fn dtypes(s: &Subject, out: &mut Vec<Finding>) {
+    // GGUF files mix types by design (Q4_K_M stores the head as Q6_K) and
+    // llama.cpp computes with each as stored.
     if let (Some(e), Some(h)) = (s.embedding, s.head)
         && e.dtype != h.dtype
+        && s.ckpt.format != WeightFormat::Gguf
     {
         out.push(Finding::new(
             Severity::Warn,

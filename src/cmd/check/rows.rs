@@ -89,7 +89,9 @@ fn summarize_with<const FMA: bool>(
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
-    let row_bytes = cols * dtype.bits() as usize / 8;
+    let row_bytes = dtype
+        .bytes_for(cols as u64)
+        .expect("Matrix::new checked the row size") as usize;
     scratch.resize(cols, 0.0);
     for row in raw.chunks_exact(row_bytes) {
         let sum = match dtype {

@@ -487,7 +487,7 @@ fn norm_findings(
     let placeholders: Vec<(u32, f32)> = vocab.map_or_else(Vec::new, |v| {
         live.iter()
             .copied()
-            .filter(|&(id, _)| v.token(id).is_some_and(is_placeholder))
+            .filter(|&(id, _)| is_placeholder(v, id))
             .collect()
     });
     if !placeholders.is_empty() {
@@ -531,9 +531,7 @@ fn norm_findings(
             })
             .collect();
         let unused = vocab.map_or(0, |v| {
-            ids.iter()
-                .filter(|&&id| v.token(id).is_some_and(is_placeholder))
-                .count()
+            ids.iter().filter(|&&id| is_placeholder(v, id)).count()
         });
         let note = if unused > 0 {
             format!("; {unused} of them are reserved placeholders")
@@ -560,12 +558,14 @@ fn norm_findings(
     Some(med)
 }
 
-/// Reserved placeholder entries: BERT's `[unused12]`, Llama 3's
-/// `<|reserved_special_token_3|>`, T5's `<extra_id_0>`.
-fn is_placeholder(token: &str) -> bool {
-    token.starts_with("[unused")
-        || token.starts_with("<|reserved")
-        || token.starts_with("<extra_id_")
+/// Reserved placeholder entries ([`crate::vocab::is_placeholder`]), T5's
+/// `<extra_id_0>` sentinels (unused until fine-tuning on span corruption),
+/// and GGUF tokens of type `unused`.
+fn is_placeholder(vocab: &Vocab, id: u32) -> bool {
+    vocab.is_unused(id)
+        || vocab.token(id).is_some_and(|token| {
+            crate::vocab::is_placeholder(token) || token.starts_with("<extra_id_")
+        })
 }
 
 #[cfg(test)]

@@ -104,7 +104,7 @@ pub(crate) fn resolve(
                         r.unreachable += 1;
                         r.ids.push(id);
                     }
-                    Some(t) if is_placeholder(t) => {
+                    Some(t) if is_placeholder(t) || v.is_unused(id) => {
                         r.placeholders += 1;
                         r.ids.push(id);
                     }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One neighbour query on Llama-3-shaped GGUF embeddings (128256 × 4096, Q8_0
+# and Q6_K), next to a plain read of the tensor's bytes and their
+# dequantization alone. The files come from
+#   cargo run --release --example gen-fixtures -- --llama3-gguf DIR
+#
+#   benches/gguf.sh [DIR] [RUNS]
+#
+# DIR defaults to /work/bench-data/gguf; each op runs RUNS times (default 5)
+# in a fresh process with a warm page cache; medians of the in-process time
+# and the largest RssAnon seen.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-/work/bench-data/gguf}
+RUNS=${2:-5}
+BIN=$(cargo bench --bench gguf --no-run --message-format=json 2>/dev/null |
+    grep -o '"executable":"[^"]*/gguf-[^"]*"' | cut -d'"' -f4 | tail -1)
+median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+printf '%-16s %-10s %12s %14s\n' file op in-proc-ms rss-anon-kb
+for f in llama3-q8_0.gguf llama3-q6_k.gguf; do
+    cat "$DIR/$f" >/dev/null # warm the page cache
+    for op in "read" "dequant" "topk 1" "topk 16"; do
+        ms=() rss=()
+        for _ in $(seq "$RUNS"); do
+            read -r -a args <<<"$op"
+            line=$("$BIN" "${args[0]}" "$DIR/$f" "${args[@]:1}")
+            ms+=("$(sed 's/.* ms=\([0-9.]*\).*/\1/' <<<"$line")")
+            rss+=("$(sed 's/.*rss_anon_kb=\([0-9]*\).*/\1/' <<<"$line")")
+        done
+        printf '%-16s %-10s %12s %14s\n' "$f" "$op" \
+            "$(printf '%s\n' "${ms[@]}" | median)" \
+            "$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)"
+    done
+done

@@ -1,0 +1,405 @@
+//! Reading one GGUF file (versions 2 and 3) from untrusted, mapped bytes.
+//!
+//! candle's `gguf_file::Content::read` parses the header, the metadata and
+//! the tensor infos. Around it this module checks what candle does not:
+//! before the call, a walk over the metadata section that allocates nothing
+//! (`guard`) rejects what would make candle panic (an alignment of 0) or
+//! allocate far beyond the file (millions of tiny values, each a 32-byte
+//! `Value`); after it, every tensor must be non-empty, a whole number of
+//! type blocks per row, at an offset aligned to `general.alignment`, with its
+//! bytes inside the file and apart from the other tensors', and no name or
+//! key may be repeated.
+
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::path::Path;
+
+use candle_core::quantized::GgmlDType;
+use candle_core::quantized::gguf_file::{Content, Value};
+
+use super::header::RawTensor;
+use crate::dtype::Dtype;
+use crate::{Error, Result};
+
+/// The GGUF magic, `GGUF` in file order.
+const MAGIC: &[u8; 4] = b"GGUF";
+/// Alignment of tensor data when `general.alignment` is absent.
+const DEFAULT_ALIGNMENT: u64 = 32;
+/// Deepest nesting of arrays accepted (candle's own cap).
+const MAX_DEPTH: usize = 64;
+/// Most memory the parsed metadata may take (values at 32 bytes each plus
+/// string bytes); real tokenizers need tens of MiB.
+const MAX_METADATA_MEMORY: u64 = 1 << 30;
+/// Bytes candle's `Value` takes in memory.
+const VALUE_SIZE: u64 = 32;
+
+/// A validated GGUF header.
+#[derive(Debug)]
+pub struct Gguf {
+    /// Format version (2 or 3).
+    pub version: u32,
+    /// Every metadata key-value, as candle read it.
+    pub metadata: HashMap<String, Value>,
+    /// Alignment of tensor data.
+    pub alignment: u64,
+    /// Tensors by start offset, with absolute byte ranges and shapes in
+    /// row-major order (`[vocab, hidden]` for a vocabulary matrix).
+    pub tensors: Vec<RawTensor>,
+}
+
+/// Reads and validates the GGUF file `path`, whose bytes are `file`.
+pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
+    let bad = |msg: String| Error::bad_file(path, msg);
+    let pre = guard(file).map_err(bad)?;
+    let content = Content::read(&mut Cursor::new(file)).map_err(|e| {
+        let msg = one_line(&e.to_string());
+        match msg.strip_prefix("unknown dtype for tensor ") {
+            Some(ty) => bad(format!(
+                "a tensor has ggml type {ty}, which candle cannot read (F32, F16, BF16, Q4_0 to Q8_1 and the K-quants are supported; IQ types are not)"
+            )),
+            None => bad(format!("not a readable GGUF file ({msg})")),
+        }
+    })?;
+    if content.metadata.len() as u64 != pre.kv_count {
+        return Err(bad(format!(
+            "header declares {} metadata entries, {} distinct keys found; a key must appear once",
+            pre.kv_count,
+            content.metadata.len()
+        )));
+    }
+    if content.tensor_infos.len() as u64 != pre.tensor_count {
+        return Err(bad(format!(
+            "header declares {} tensors, {} distinct names found; a tensor must be stored once",
+            pre.tensor_count,
+            content.tensor_infos.len()
+        )));
+    }
+    let alignment = pre.alignment;
+    let data_start = content.tensor_data_offset;
+    let file_len = file.len() as u64;
+    if data_start > file_len {
+        return Err(bad(format!(
+            "tensor data starts at byte {data_start}, beyond the end of the file ({file_len} bytes); truncated?"
+        )));
+    }
+    // By name, so that the first problem reported does not depend on
+    // hash order.
+    let mut infos: Vec<_> = content.tensor_infos.iter().collect();
+    infos.sort_by_key(|(name, _)| *name);
+    let mut tensors = Vec::with_capacity(infos.len());
+    for (name, info) in infos {
+        tensors.push(tensor(name, info, data_start, alignment, file_len).map_err(bad)?);
+    }
+    tensors.sort_by(|a, b| (a.start, a.end, &a.name).cmp(&(b.start, b.end, &b.name)));
+    for pair in tensors.windows(2) {
+        if pair[1].start < pair[0].end {
+            return Err(bad(format!(
+                "tensors `{}` and `{}` overlap (bytes {}..{} and {}..{})",
+                pair[0].name, pair[1].name, pair[0].start, pair[0].end, pair[1].start, pair[1].end
+            )));
+        }
+    }
+    Ok(Gguf {
+        version: pre.version,
+        metadata: content.metadata,
+        alignment,
+        tensors,
+    })
+}
+
+/// The embscope dtype of a ggml type.
+fn dtype_of(g: GgmlDType) -> Dtype {
+    match g {
+        GgmlDType::F32 => Dtype::F32,
+        GgmlDType::F16 => Dtype::F16,
+        GgmlDType::BF16 => Dtype::BF16,
+        GgmlDType::Q4_0 => Dtype::Q4_0,
+        GgmlDType::Q4_1 => Dtype::Q4_1,
+        GgmlDType::Q5_0 => Dtype::Q5_0,
+        GgmlDType::Q5_1 => Dtype::Q5_1,
+        GgmlDType::Q8_0 => Dtype::Q8_0,
+        GgmlDType::Q8_1 => Dtype::Q8_1,
+        GgmlDType::Q2K => Dtype::Q2_K,
+        GgmlDType::Q3K => Dtype::Q3_K,
+        GgmlDType::Q4K => Dtype::Q4_K,
+        GgmlDType::Q5K => Dtype::Q5_K,
+        GgmlDType::Q6K => Dtype::Q6_K,
+        GgmlDType::Q8K => Dtype::Q8_K,
+    }
+}
+
+/// Validates one tensor info and makes its byte range absolute.
+fn tensor(
+    name: &str,
+    info: &candle_core::quantized::gguf_file::TensorInfo,
+    data_start: u64,
+    alignment: u64,
+    file_len: u64,
+) -> std::result::Result<RawTensor, String> {
+    let dtype = dtype_of(info.ggml_dtype);
+    let shape: Vec<usize> = info.shape.dims().to_vec();
+    if shape.contains(&0) {
+        return Err(format!(
+            "tensor `{name}` has shape {shape:?}; every dimension must be at least 1"
+        ));
+    }
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+        .ok_or_else(|| format!("tensor `{name}`: shape {shape:?} overflows"))?;
+    let (block, _) = dtype.block();
+    let row = *shape.last().unwrap_or(&1) as u64;
+    if !row.is_multiple_of(block) {
+        return Err(format!(
+            "tensor `{name}` of {dtype} has rows of {row} values, not a multiple of the {block}-value block"
+        ));
+    }
+    let bytes = dtype
+        .bytes_for(elements)
+        .ok_or_else(|| format!("tensor `{name}`: shape {shape:?} of {dtype} overflows"))?;
+    if !info.offset.is_multiple_of(alignment) {
+        return Err(format!(
+            "tensor `{name}` is at data offset {}, not a multiple of the alignment {alignment}",
+            info.offset
+        ));
+    }
+    let start = data_start.checked_add(info.offset);
+    let end = start.and_then(|s| s.checked_add(bytes));
+    match (start, end) {
+        (Some(start), Some(end)) if end <= file_len => Ok(RawTensor {
+            name: name.to_string(),
+            dtype,
+            shape,
+            start: start as usize,
+            end: end as usize,
+        }),
+        _ => Err(format!(
+            "tensor `{name}` ({shape:?} {dtype}, {bytes} bytes at data offset {}) reaches beyond the end of the file ({file_len} bytes); truncated?",
+            info.offset
+        )),
+    }
+}
+
+/// What the walk before candle learned.
+struct Pre {
+    version: u32,
+    tensor_count: u64,
+    kv_count: u64,
+    alignment: u64,
+}
+
+/// Walks the fixed header and the metadata section without allocating:
+/// magic, version 2 or 3, every length inside the file, nesting within
+/// [`MAX_DEPTH`], the memory candle would take within
+/// [`MAX_METADATA_MEMORY`], and a usable `general.alignment`.
+fn guard(file: &[u8]) -> std::result::Result<Pre, String> {
+    let mut r = Reader { file, pos: 0 };
+    let magic = r.take(4).map_err(|_| too_short(file))?;
+    if magic != MAGIC {
+        return Err(format!(
+            "not a GGUF file (starts with `{}`, expected the magic `GGUF`)",
+            magic.escape_ascii()
+        ));
+    }
+    let version = r.u32().map_err(|_| too_short(file))?;
+    if !(2..=3).contains(&version) {
+        return Err(format!(
+            "GGUF version {version} is not supported (expected 2 or 3)"
+        ));
+    }
+    let tensor_count = r.u64().map_err(|_| too_short(file))?;
+    let kv_count = r.u64().map_err(|_| too_short(file))?;
+    // A key takes at least 8 + 4 + 1 bytes, a tensor info 8 + 4 + 4 + 8.
+    let least = kv_count
+        .saturating_mul(13)
+        .saturating_add(tensor_count.saturating_mul(24));
+    if least > r.left() {
+        return Err(format!(
+            "header declares {tensor_count} tensors and {kv_count} metadata entries, which need at least {least} bytes; {} left in the file",
+            r.left()
+        ));
+    }
+    let mut walk = Walk {
+        memory: 0,
+        alignment: None,
+    };
+    for i in 0..kv_count {
+        let key = r.string().map_err(|e| format!("metadata entry {i}: {e}"))?;
+        let shown = String::from_utf8_lossy(key);
+        let ty = r.u32().map_err(|e| format!("metadata `{shown}`: {e}"))?;
+        walk.memory += VALUE_SIZE + key.len() as u64;
+        if key == b"general.alignment" {
+            walk.alignment = Some(
+                r.clone()
+                    .integer(ty)
+                    .map_err(|e| format!("metadata `general.alignment`: {e}"))?,
+            );
+        }
+        walk.value(&mut r, ty, 0)
+            .map_err(|e| format!("metadata `{shown}`: {e}"))?;
+        if walk.memory > MAX_METADATA_MEMORY {
+            return Err(format!(
+                "metadata would take more than {} MiB in memory; not a model file embscope can read",
+                MAX_METADATA_MEMORY >> 20
+            ));
+        }
+    }
+    let alignment = match walk.alignment {
+        None => DEFAULT_ALIGNMENT,
+        Some(a) if a > 0 && a.is_multiple_of(8) && a <= 1 << 20 => a,
+        Some(a) => {
+            return Err(format!(
+                "`general.alignment` is {a}, expected a multiple of 8 (32 by default)"
+            ));
+        }
+    };
+    Ok(Pre {
+        version,
+        tensor_count,
+        kv_count,
+        alignment,
+    })
+}
+
+fn too_short(file: &[u8]) -> String {
+    format!(
+        "file is {} bytes, too short for a GGUF header (24 bytes expected)",
+        file.len()
+    )
+}
+
+/// A cursor over the file that never reads past its end.
+#[derive(Clone)]
+struct Reader<'a> {
+    file: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn left(&self) -> u64 {
+        (self.file.len() - self.pos) as u64
+    }
+
+    fn take(&mut self, n: u64) -> std::result::Result<&'a [u8], String> {
+        if n > self.left() {
+            return Err(format!(
+                "{n} bytes needed at byte {}, only {} left in the file",
+                self.pos,
+                self.left()
+            ));
+        }
+        let s = &self.file[self.pos..self.pos + n as usize];
+        self.pos += n as usize;
+        Ok(s)
+    }
+
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    fn string(&mut self) -> std::result::Result<&'a [u8], String> {
+        let n = self.u64()?;
+        self.take(n)
+            .map_err(|e| format!("string of {n} bytes: {e}"))
+    }
+
+    /// An unsigned or signed integer value of GGUF type `ty`, as candle
+    /// reads `general.alignment` (negative values count as absent there;
+    /// here they are rejected as 0).
+    fn integer(&mut self, ty: u32) -> std::result::Result<u64, String> {
+        let b = self.take(scalar_size(ty).ok_or("expected an integer")?)?;
+        let mut a = [0u8; 8];
+        a[..b.len()].copy_from_slice(b);
+        let v = u64::from_le_bytes(a);
+        let signed_negative = matches!(ty, 1 | 3 | 5) && b[b.len() - 1] & 0x80 != 0;
+        match ty {
+            0..=5 if !signed_negative => Ok(v),
+            0..=5 => Ok(0),
+            _ => Err("expected an integer of at most 32 bits".into()),
+        }
+    }
+}
+
+/// On-disk size of a scalar GGUF value type (none for string and array).
+fn scalar_size(ty: u32) -> Option<u64> {
+    match ty {
+        0 | 1 | 7 => Some(1),
+        2 | 3 => Some(2),
+        4..=6 => Some(4),
+        10..=12 => Some(8),
+        _ => None,
+    }
+}
+
+/// The state of the metadata walk.
+struct Walk {
+    memory: u64,
+    alignment: Option<u64>,
+}
+
+impl Walk {
+    /// Skips one value of type `ty`, counting the memory candle would take.
+    fn value(&mut self, r: &mut Reader, ty: u32, depth: usize) -> std::result::Result<(), String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("arrays nested deeper than {MAX_DEPTH}"));
+        }
+        match ty {
+            8 => {
+                self.memory += r.string()?.len() as u64;
+            }
+            9 => {
+                let inner = r.u32()?;
+                let n = r.u64()?;
+                let least = match (scalar_size(inner), inner) {
+                    (Some(s), _) => s,
+                    (None, 8) => 8,
+                    (None, 9) => 12,
+                    _ => return Err(format!("unknown value type {inner} in an array")),
+                };
+                if n.saturating_mul(least) > r.left() {
+                    return Err(format!(
+                        "array of {n} values needs at least {} bytes, only {} left in the file",
+                        n.saturating_mul(least),
+                        r.left()
+                    ));
+                }
+                self.memory = self.memory.saturating_add(n.saturating_mul(VALUE_SIZE));
+                if self.memory > MAX_METADATA_MEMORY {
+                    return Ok(());
+                }
+                match scalar_size(inner) {
+                    Some(s) => {
+                        r.take(n * s)?;
+                    }
+                    None => {
+                        for _ in 0..n {
+                            self.value(r, inner, depth + 1)?;
+                            if self.memory > MAX_METADATA_MEMORY {
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+            }
+            t => {
+                let s = scalar_size(t).ok_or_else(|| format!("unknown value type {t}"))?;
+                r.take(s)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first line of a message, without a trailing period.
+fn one_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("").trim();
+    line.trim_end_matches('.').to_string()
+}

@@ -1,0 +1,142 @@
+//! Dequantizing the block-quantized GGUF types (`Q8_0`, `Q4_K` ...) with
+//! candle's `k_quants` (`GgmlType::to_float`), straight from the mapped
+//! bytes when they are aligned for the block struct, else through a small
+//! aligned copy.
+
+use std::mem::{align_of, size_of};
+
+use candle_core::quantized::k_quants::{
+    BlockQ2K, BlockQ3K, BlockQ4_0, BlockQ4_1, BlockQ4K, BlockQ5_0, BlockQ5_1, BlockQ5K, BlockQ6K,
+    BlockQ8_0, BlockQ8_1, BlockQ8K, GgmlType,
+};
+
+use crate::dtype::Dtype;
+
+/// Blocks copied per step when the bytes are not aligned.
+const COPY_BLOCKS: usize = 64;
+
+/// Decodes whole blocks of `dtype` in `bytes` into `out`, which holds
+/// exactly their values.
+///
+/// Panics if `dtype` is not block-quantized or the lengths disagree;
+/// [`super::Matrix::new`] guarantees both.
+pub(crate) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
+    match dtype {
+        Dtype::Q4_0 => blocks::<BlockQ4_0>(bytes, out),
+        Dtype::Q4_1 => blocks::<BlockQ4_1>(bytes, out),
+        Dtype::Q5_0 => blocks::<BlockQ5_0>(bytes, out),
+        Dtype::Q5_1 => blocks::<BlockQ5_1>(bytes, out),
+        Dtype::Q8_0 => blocks::<BlockQ8_0>(bytes, out),
+        Dtype::Q8_1 => blocks::<BlockQ8_1>(bytes, out),
+        Dtype::Q2_K => blocks::<BlockQ2K>(bytes, out),
+        Dtype::Q3_K => blocks::<BlockQ3K>(bytes, out),
+        Dtype::Q4_K => blocks::<BlockQ4K>(bytes, out),
+        Dtype::Q5_K => blocks::<BlockQ5K>(bytes, out),
+        Dtype::Q6_K => blocks::<BlockQ6K>(bytes, out),
+        Dtype::Q8_K => blocks::<BlockQ8K>(bytes, out),
+        other => unreachable!("{other} is not block-quantized"),
+    }
+}
+
+/// [`dequantize`] for the block struct `T`.
+fn blocks<T: GgmlType>(bytes: &[u8], out: &mut [f32]) {
+    let size = size_of::<T>();
+    let n = bytes.len() / size;
+    assert!(
+        bytes.len() == n * size && out.len() == n * T::BLCK_SIZE,
+        "{} bytes of {size}-byte blocks into {} values",
+        bytes.len(),
+        out.len()
+    );
+    if bytes.as_ptr().align_offset(align_of::<T>()) == 0 {
+        // SAFETY: the pointer is aligned for `T` and `n * size_of::<T>()`
+        // bytes from it are in `bytes`. Every `T` is a `repr(C)` struct of
+        // integers, integer arrays and f16/f32 scales, with no padding (its
+        // size equals ggml's block size, see `dtype::QUANTIZED`), so any
+        // bytes are a valid value.
+        let typed = unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), n) };
+        T::to_float(typed, out);
+        return;
+    }
+    // An 8-byte aligned buffer is aligned for every block struct (at most 4).
+    let mut buf = vec![0u64; (COPY_BLOCKS * size).div_ceil(8)];
+    for (raw, out) in bytes
+        .chunks(COPY_BLOCKS * size)
+        .zip(out.chunks_mut(COPY_BLOCKS * T::BLCK_SIZE))
+    {
+        let k = raw.len() / size;
+        // SAFETY: `buf` holds at least `COPY_BLOCKS * size` bytes, more than
+        // `raw.len()`, and u64 has no invalid bit patterns as bytes.
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), raw.len()) };
+        dst.copy_from_slice(raw);
+        // SAFETY: as above; `buf` is 8-byte aligned and holds `k` blocks.
+        let typed = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), k) };
+        T::to_float(typed, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+
+    /// Quantizes `values` with candle and returns the bytes and candle's
+    /// own dequantization.
+    fn quantized(values: &[f32], g: GgmlDType) -> (Vec<u8>, Vec<f32>) {
+        let t = Tensor::from_slice(values, (values.len(),), &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&t, g).unwrap();
+        let back = q
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        (q.data().unwrap().into_owned(), back)
+    }
+
+    #[test]
+    fn quantized_rows_are_whole_blocks() {
+        let values: Vec<f32> = (0..512).map(|i| (i % 13) as f32 - 6.0).collect();
+        let (bytes, want) = quantized(&values, GgmlDType::Q4K);
+        let m = super::super::Matrix::new("w", &bytes, Dtype::Q4_K, &[2, 256]).unwrap();
+        assert_eq!(m.row_len_bytes(), 144);
+        assert_eq!(m.row_bytes(1), &bytes[144..]);
+        assert_eq!(m.row(1), want[256..]);
+        let err = super::super::Matrix::new("w", &bytes, Dtype::Q4_K, &[4, 128]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tensor `w` of Q4_K has rows of 128 values, not a multiple of the 256-value block"
+        );
+        let err = super::super::Matrix::new("w", &bytes, Dtype::Q4_K, &[3, 256]).unwrap_err();
+        assert!(
+            err.to_string().contains("needs 432 bytes, found 288"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn matches_candle_aligned_and_not() {
+        let values: Vec<f32> = (0..512 * 3)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+            .collect();
+        for (d, g) in [
+            (Dtype::Q4_0, GgmlDType::Q4_0),
+            (Dtype::Q5_1, GgmlDType::Q5_1),
+            (Dtype::Q8_0, GgmlDType::Q8_0),
+            (Dtype::Q2_K, GgmlDType::Q2K),
+            (Dtype::Q4_K, GgmlDType::Q4K),
+            (Dtype::Q6_K, GgmlDType::Q6K),
+            (Dtype::Q8_K, GgmlDType::Q8K),
+        ] {
+            let (bytes, want) = quantized(&values, g);
+            let mut shifted = vec![0u8; bytes.len() + 1];
+            shifted[1..].copy_from_slice(&bytes);
+            for b in [&bytes[..], &shifted[1..]] {
+                let mut got = vec![0f32; values.len()];
+                dequantize(d, b, &mut got);
+                assert_eq!(got, want, "{d}");
+            }
+        }
+    }
+}

@@ -1,0 +1,445 @@
+//! GGUF checkpoints: the six commands on every GGUF fixture (each tie state,
+//! each quantization), values and neighbours against candle's own
+//! dequantization, `check` findings on quantized data, and every broken
+//! file as a one-line error with exit code 2.
+
+use std::io::Cursor;
+
+use candle_core::Device;
+use candle_core::quantized::gguf_file::Content;
+use serde_json::Value;
+
+use crate::common::{embscope, fails, fixture, json, text};
+use crate::regenerate::gguf as gguf_gen;
+
+/// (fixture, dtype of token_embd, rows, hidden, head dtype when stored).
+const FIXTURES: &[(&str, &str, usize, usize, Option<&str>)] = &[
+    ("gguf/llama-f32-untied.gguf", "F32", 373, 32, Some("F16")),
+    ("gguf/llama-q8_0-tied.gguf", "Q8_0", 373, 32, None),
+    ("gguf/gpt2-f16-tied.gguf", "F16", 341, 32, None),
+    ("gguf/gpt2-q4_k-untied.gguf", "Q4_K", 341, 256, Some("Q4_K")),
+];
+
+/// Broken files and the words their error must contain.
+const BROKEN: &[(&str, &str)] = &[
+    ("bad-magic.gguf", "not a GGUF file (starts with `GGUX`"),
+    ("beyond-file.gguf", "reaches beyond the end of the file"),
+    (
+        "huge-array.gguf",
+        "`tokenizer.ggml.tokens`: array of 1099511627776 values",
+    ),
+    (
+        "misaligned.gguf",
+        "data offset 4, not a multiple of the alignment 32",
+    ),
+    ("overlap.gguf", "overlap"),
+    (
+        "duplicate-tensor.gguf",
+        "declares 2 tensors, 1 distinct names found",
+    ),
+    (
+        "iq-type.gguf",
+        "a tensor has ggml type 23, which candle cannot read",
+    ),
+    (
+        "partial-block.gguf",
+        "rows of 20 values, not a multiple of the 32-value block",
+    ),
+    ("truncated-header.gguf", "need at least 24 bytes; 6 left"),
+    (
+        "truncated.gguf",
+        "reaches beyond the end of the file (1020 bytes); truncated?",
+    ),
+    ("version-1.gguf", "GGUF version 1 is not supported"),
+    ("zero-alignment.gguf", "`general.alignment` is 0"),
+];
+
+/// A matrix of the fixture as candle reads and dequantizes it, row-major.
+fn candle_rows(rel: &str, name: &str) -> Vec<Vec<f32>> {
+    let bytes = std::fs::read(fixture(rel)).unwrap();
+    let mut r = Cursor::new(&bytes);
+    let content = Content::read(&mut r).unwrap();
+    let q = content.tensor(&mut r, name, &Device::Cpu).unwrap();
+    q.dequantize(&Device::Cpu)
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap()
+}
+
+fn values(row: &Value) -> Vec<f32> {
+    row["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
+}
+
+#[test]
+fn info_reports_roles_shapes_tie_and_metadata() {
+    for &(rel, dtype, rows, hidden, head) in FIXTURES {
+        let v = json(&["info", &fixture(rel)]);
+        assert_eq!(v["format"], "gguf", "{rel}");
+        assert_eq!(v["embedding"]["name"], "token_embd.weight", "{rel}");
+        assert_eq!(v["embedding"]["shape"], serde_json::json!([rows, hidden]));
+        assert_eq!(v["embedding"]["dtype"], dtype, "{rel}");
+        assert_eq!(v["files"][0]["kind"], "gguf");
+        assert_eq!(v["config"]["hidden_size"], hidden, "{rel}");
+        assert_eq!(v["config"]["vocab_size"], rows, "{rel}");
+        let arch = if rel.contains("llama") {
+            "llama"
+        } else {
+            "gpt2"
+        };
+        assert_eq!(v["config"]["model_type"], arch);
+        assert_eq!(v["config"]["name"], format!("embscope {arch} fixture"));
+        match head {
+            Some(h) => {
+                assert_eq!(v["head"]["name"], "output.weight", "{rel}");
+                assert_eq!(v["head"]["dtype"], h, "{rel}");
+                assert_eq!(v["tie"]["status"], "untied", "{rel}");
+                assert_eq!(v["tie"]["resolved"], false);
+            }
+            None => {
+                assert!(v["head"].is_null(), "{rel}");
+                assert_eq!(v["tie"]["status"], "tied", "{rel}");
+                assert_eq!(v["tie"]["resolved"], true);
+            }
+        }
+    }
+    let q4 = json(&["info", &fixture("gguf/gpt2-q4_k-untied.gguf")]);
+    assert_eq!(q4["config"]["file_type"], "Q4_K_M (15)");
+    let out = text(&["info", "fixtures/gguf/llama-q8_0-tied.gguf"], 0);
+    assert!(
+        out.contains("GGUF has no tie flag (tied when no `output.weight` is stored)"),
+        "{out}"
+    );
+    assert!(out.contains("file_type Q8_0 (7)"), "{out}");
+}
+
+#[test]
+fn tensors_lists_every_tensor_with_gguf_types() {
+    let v = json(&["tensors", &fixture("gguf/gpt2-q4_k-untied.gguf")]);
+    let rows: Vec<(String, String, Value, u64)> = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["dtype"].as_str().unwrap().to_string(),
+                t["shape"].clone(),
+                t["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "output.weight".into(),
+                "Q4_K".into(),
+                serde_json::json!([341, 256]),
+                341 * 144
+            ),
+            (
+                "output_norm.weight".into(),
+                "F32".into(),
+                serde_json::json!([256]),
+                1024
+            ),
+            (
+                "token_embd.weight".into(),
+                "Q4_K".into(),
+                serde_json::json!([341, 256]),
+                341 * 144
+            ),
+        ]
+    );
+    for &(rel, dtype, ..) in FIXTURES {
+        let v = json(&["tensors", &fixture(rel), "--filter", "token_embd*"]);
+        assert_eq!(v["tensors"][0]["dtype"], dtype, "{rel}");
+    }
+}
+
+#[test]
+fn size_reports_bits_per_weight_and_gguf_what_ifs() {
+    let v = json(&["size", &fixture("gguf/llama-q8_0-tied.gguf")]);
+    assert_eq!(v["by_dtype"][0]["dtype"], "Q8_0");
+    assert_eq!(v["by_dtype"][0]["bits_per_weight"], 8.5);
+    assert_eq!(v["by_dtype"][0]["bytes"], 373 * 34);
+    assert_eq!(v["embedding_bytes"], 373 * 34);
+    assert_eq!(v["tying"]["tied"], true);
+    let untied = json(&["size", &fixture("gguf/gpt2-q4_k-untied.gguf")]);
+    assert_eq!(untied["by_dtype"][0]["bits_per_weight"], 4.5);
+    assert_eq!(untied["head_bytes"], 341 * 144);
+    assert_eq!(untied["tying"]["bytes"], 341 * 144);
+    // What if the Q4_K model were Q6_K (spelled any case): 210 bytes per 256 values.
+    for spelling in ["q6_k", "Q6K"] {
+        let w = json(&[
+            "size",
+            &fixture("gguf/gpt2-q4_k-untied.gguf"),
+            "--dtype",
+            spelling,
+        ])["what_if"]
+            .clone();
+        assert_eq!(w["dtype"], "Q6_K");
+        assert_eq!(w["total_bytes"], 2 * 341 * 210 + 210, "{spelling}");
+    }
+    let out = text(&["size", "fixtures/gguf/gpt2-q4_k-untied.gguf"], 0);
+    assert!(out.contains("bits/weight"), "{out}");
+    assert!(out.contains("4.5000"), "{out}");
+    fails(
+        &[
+            "size",
+            &fixture("gguf/llama-q8_0-tied.gguf"),
+            "--dtype",
+            "q3_x",
+        ],
+        "--dtype `q3_x` is not a floating-point dtype",
+    );
+}
+
+#[test]
+fn lookup_dequantizes_rows_like_candle() {
+    for &(rel, _, rows, ..) in FIXTURES {
+        let want = candle_rows(rel, "token_embd.weight");
+        let last = (rows - 1).to_string();
+        let v = json(&[
+            "lookup",
+            &fixture(rel),
+            "--id",
+            "0",
+            "--id",
+            "123",
+            "--id",
+            &last,
+        ]);
+        let got = v["rows"].as_array().unwrap();
+        for (row, id) in got.iter().zip([0, 123, rows - 1]) {
+            assert_eq!(values(row), want[id], "{rel} row {id}");
+        }
+    }
+    // The head of an untied file, the embedding of a tied one.
+    let head = json(&[
+        "lookup",
+        &fixture("gguf/gpt2-q4_k-untied.gguf"),
+        "--matrix",
+        "head",
+        "--id",
+        "7",
+    ]);
+    assert_eq!(head["matrix"], "output.weight");
+    let want = candle_rows("gguf/gpt2-q4_k-untied.gguf", "output.weight");
+    assert_eq!(values(&head["rows"][0]), want[7]);
+    let tied = json(&[
+        "lookup",
+        &fixture("gguf/llama-q8_0-tied.gguf"),
+        "--matrix",
+        "head",
+        "--id",
+        "7",
+    ]);
+    assert_eq!(tied["matrix"], "token_embd.weight");
+    fails(
+        &[
+            "lookup",
+            &fixture("gguf/llama-q8_0-tied.gguf"),
+            "--id",
+            "373",
+        ],
+        "id 373 is out of range: `token_embd.weight` has 373 rows",
+    );
+}
+
+/// Cosine top-k over candle's dequantized rows, in f64, without the query.
+fn reference(rows: &[Vec<f32>], query: usize, k: usize) -> Vec<(u64, f64)> {
+    let norm = |r: &[f32]| r.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    let q = &rows[query];
+    let mut scored: Vec<(u64, f64)> = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != query)
+        .map(|(i, r)| {
+            let dot: f64 = r
+                .iter()
+                .zip(q)
+                .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                .sum();
+            (i as u64, dot / (norm(r) * norm(q)))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(k);
+    scored
+}
+
+#[test]
+fn neighbors_on_quantized_matrices_match_the_dequantized_f32_matrix() {
+    for (rel, matrix, name, query) in [
+        (
+            "gguf/llama-q8_0-tied.gguf",
+            "embed",
+            "token_embd.weight",
+            300,
+        ),
+        (
+            "gguf/llama-q8_0-tied.gguf",
+            "embed",
+            "token_embd.weight",
+            12,
+        ),
+        (
+            "gguf/gpt2-q4_k-untied.gguf",
+            "embed",
+            "token_embd.weight",
+            100,
+        ),
+        ("gguf/gpt2-q4_k-untied.gguf", "head", "output.weight", 200),
+        ("gguf/gpt2-f16-tied.gguf", "embed", "token_embd.weight", 5),
+        ("gguf/llama-f32-untied.gguf", "head", "output.weight", 42),
+    ] {
+        let rows = candle_rows(rel, name);
+        let want = reference(&rows, query, 10);
+        let v = json(&[
+            "neighbors",
+            &fixture(rel),
+            "--matrix",
+            matrix,
+            &format!("#{query}"),
+            "-k",
+            "10",
+        ]);
+        let got = v["queries"][0]["results"].as_array().unwrap();
+        assert_eq!(got.len(), 10);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g["id"].as_u64().unwrap(), w.0, "{rel} {name} #{query}");
+            let s = g["score"].as_f64().unwrap();
+            assert!((s - w.1).abs() < 1e-5, "{rel} #{query}: {s} vs {}", w.1);
+        }
+    }
+}
+
+#[test]
+fn neighbors_finds_planted_words_in_quantized_rows() {
+    // `Paris` is planted nearest `France` in both vocabularies.
+    let (llama, gpt2) = (gguf_gen::llama_vocab(), gguf_gen::gpt2_vocab());
+    for (rel, words) in [
+        ("gguf/llama-q8_0-tied.gguf", &llama.words),
+        ("gguf/llama-f32-untied.gguf", &llama.words),
+        ("gguf/gpt2-q4_k-untied.gguf", &gpt2.words),
+        ("gguf/gpt2-f16-tied.gguf", &gpt2.words),
+    ] {
+        let (paris, france) = (words[6].0, words[7].0);
+        let v = json(&["neighbors", &fixture(rel), &format!("#{paris}"), "-k", "1"]);
+        assert_eq!(v["queries"][0]["results"][0]["id"], france, "{rel}");
+    }
+}
+
+#[test]
+fn check_on_gguf() {
+    let run = |rel: &str| -> (i32, Value) {
+        let out = embscope()
+            .args(["--json", "check", &fixture(rel)])
+            .output()
+            .unwrap();
+        let v = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code().unwrap(), v)
+    };
+    let codes = |v: &Value, sev: &str| -> Vec<String> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] == sev)
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for &(rel, ..) in FIXTURES {
+        let (code, v) = run(rel);
+        assert_eq!(code, 0, "{rel}: {v}");
+        assert!(codes(&v, "error").is_empty(), "{rel}: {v}");
+        assert!(codes(&v, "warn").is_empty(), "{rel}: {v}");
+        assert_eq!(v["embedding"], "token_embd.weight");
+    }
+    let (code, v) = run("gguf/zero-nan-rows-q8_0.gguf");
+    assert_eq!(code, 1);
+    assert_eq!(codes(&v, "error"), ["non-finite-values"]);
+    assert_eq!(codes(&v, "warn"), ["zero-rows"]);
+    let f = &v["findings"][0];
+    assert_eq!(f["evidence"]["nan_rows"], 1);
+    assert_eq!(f["evidence"]["ids"][0]["id"], 5);
+    assert_eq!(v["findings"][1]["evidence"]["ids"][0]["id"], 3);
+    assert_eq!(v["findings"][1]["evidence"]["ids"][1]["id"], 4);
+    let (code, v) = run("gguf/untied-identical-q8_0.gguf");
+    assert_eq!(code, 0);
+    let same = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "untied-head-identical")
+        .expect("untied-head-identical");
+    assert_eq!(same["evidence"]["head"], "output.weight");
+    assert_eq!(same["evidence"]["bytes"], 373 * 34);
+    let (code, v) = run("gguf/vocab-size-mismatch.gguf");
+    assert_eq!(code, 1);
+    assert_eq!(codes(&v, "error"), ["config-vocab-mismatch"]);
+    assert_eq!(
+        v["findings"][0]["message"],
+        "GGUF `llama.vocab_size` is 381, `token_embd.weight` has 373 rows: loading fails with a size mismatch"
+    );
+}
+
+#[test]
+fn every_broken_file_is_one_line_exit_2_for_every_command() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(fixture("gguf/broken"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = BROKEN.iter().map(|(n, _)| n.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "every broken fixture is tested");
+    for (name, needle) in BROKEN {
+        let path = fixture(&format!("gguf/broken/{name}"));
+        for args in [
+            vec!["info", &path],
+            vec!["tensors", &path],
+            vec!["size", &path],
+            vec!["lookup", &path, "--id", "0"],
+            vec!["neighbors", &path, "#0"],
+            vec!["check", &path],
+        ] {
+            let err = fails(&args, needle);
+            assert!(err.contains(&format!("`{path}`: ")), "{err}");
+        }
+    }
+}
+
+#[test]
+fn a_directory_with_one_gguf_is_that_file_several_are_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("gguf/llama-q8_0-tied.gguf"),
+        tmp.path().join("model-Q8_0.gguf"),
+    )
+    .unwrap();
+    let dir = tmp.path().display().to_string();
+    let v = json(&["info", &dir]);
+    assert_eq!(v["embedding"]["dtype"], "Q8_0");
+    assert!(
+        v["files"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("model-Q8_0.gguf")
+    );
+    std::fs::copy(
+        fixture("gguf/gpt2-f16-tied.gguf"),
+        tmp.path().join("model-F16.gguf"),
+    )
+    .unwrap();
+    fails(
+        &["info", &dir],
+        "2 .gguf files (model-F16.gguf, model-Q8_0.gguf); name one of them as MODEL",
+    );
+}
