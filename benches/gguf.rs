@@ -18,6 +18,9 @@ use embscope::progress::Progress;
 use embscope::search::{self, Metric};
 use rayon::prelude::*;
 
+mod common;
+use common::{read, rss_anon};
+
 /// Raw bytes per block of rows, as the search's f32 kernels use.
 const BLOCK_BYTES: usize = 256 * 1024;
 
@@ -60,22 +63,6 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
-/// The plain streaming read: a wrapping sum of the bytes taken as 64-bit
-/// words, 1 MiB chunks on all cores.
-fn read(bytes: &[u8]) -> u64 {
-    let words = |c: &[u8]| {
-        let (words, tail) = c.as_chunks::<8>();
-        let sum = words
-            .iter()
-            .fold(0u64, |s, w| s.wrapping_add(u64::from_le_bytes(*w)));
-        tail.iter().fold(sum, |s, &b| s.wrapping_add(u64::from(b)))
-    };
-    bytes
-        .par_chunks(1 << 20)
-        .map(words)
-        .reduce(|| 0, u64::wrapping_add)
-}
-
 /// Dequantization alone: every block of rows into a reused f32 buffer.
 fn dequant(m: &Matrix) -> f64 {
     let block = (BLOCK_BYTES / m.row_len_bytes()).max(1);
@@ -106,16 +93,4 @@ fn topk(m: &Matrix, nq: usize) -> String {
         &hits[..3.min(hits.len())],
         found.kernel.name
     )
-}
-
-fn rss_anon() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("RssAnon:")
-                    .map(|v| v.trim().trim_end_matches(" kB").to_string())
-            })
-        })
-        .unwrap_or_else(|| "?".into())
 }

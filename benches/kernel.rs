@@ -26,7 +26,9 @@ use embscope::dtype::Dtype;
 use embscope::matrix::Matrix;
 use embscope::progress::Progress;
 use embscope::search::{self, Metric};
-use rayon::prelude::*;
+
+mod common;
+use common::{read, rss_anon};
 
 const ROWS: usize = 128_256;
 const COLS: usize = 4096;
@@ -89,22 +91,6 @@ fn usage() -> String {
     std::process::exit(2)
 }
 
-/// The plain streaming read: a wrapping sum of the bytes taken as 64-bit
-/// words, 1 MiB chunks on all cores.
-fn read(bytes: &[u8]) -> u64 {
-    let words = |c: &[u8]| {
-        let (words, tail) = c.as_chunks::<8>();
-        let sum = words
-            .iter()
-            .fold(0u64, |s, w| s.wrapping_add(u64::from_le_bytes(*w)));
-        tail.iter().fold(sum, |s, &b| s.wrapping_add(u64::from(b)))
-    };
-    bytes
-        .par_chunks(1 << 20)
-        .map(words)
-        .reduce(|| 0, u64::wrapping_add)
-}
-
 fn topk(m: &Matrix, nq: usize) -> String {
     let queries: Vec<Vec<f32>> = (0..nq).map(|i| m.row(i)).collect();
     let found = search::top_k(m, &queries, 10, Metric::Cosine, None, &Progress::hidden())
@@ -134,18 +120,6 @@ fn scan(m: &Matrix) -> String {
         |a, b| a + b,
     );
     format!("zero_rows={zero}")
-}
-
-fn rss_anon() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("RssAnon:")
-                    .map(|v| v.trim().trim_end_matches(" kB").to_string())
-            })
-        })
-        .unwrap_or_else(|| "?".into())
 }
 
 /// Writes a safetensors file holding one `ROWS × COLS` BF16 tensor `embed`
