@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, fixture_copy, json};
+use crate::common::{embscope, fails, fixture, fixture_copy, json, write_f32_embedding};
 
 fn ids(answer: &Value) -> Vec<u64> {
     answer["results"]
@@ -294,20 +294,8 @@ fn special_rows(dir: &std::path::Path) -> String {
         [0.0, 1.0, 0.0, 0.0],
         [0.0, 1.0, 0.0, 0.0],
     ];
-    let data: Vec<u8> = rows
-        .iter()
-        .flatten()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    let view = TensorView::new(Dtype::F32, vec![6, 4], &data).unwrap();
-    let path = dir.join("m.safetensors");
-    safetensors::serialize_to_file(
-        [("embed_tokens.weight", view)],
-        None::<HashMap<String, String>>,
-        &path,
-    )
-    .unwrap();
-    path.display().to_string()
+    let values: Vec<f32> = rows.iter().flatten().copied().collect();
+    write_f32_embedding(&dir.join("m.safetensors"), 4, &values)
 }
 
 #[test]

@@ -4,13 +4,11 @@
 //! printed token reads back through `--token`; whitespace texts are text;
 //! malformed queries are refused; `check` says how much evidence it lists.
 
-use std::collections::HashMap;
 use std::process::Output;
 
-use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, fixture_copy, json, text};
+use crate::common::{embscope, fails, fixture, fixture_copy, json, text, write_f32_embedding};
 
 /// Runs `embscope --json ARGS`, expects exit 0; returns stdout parsed and stderr.
 fn json_and_notes(args: &[&str]) -> (Value, String) {
@@ -277,19 +275,10 @@ fn leading_operators_and_malformed_ids_are_refused() {
 
 /// A 40-row F32 embedding, rows 0..30 all zero, and no tokenizer.
 fn thirty_zero_rows(dir: &std::path::Path) -> String {
-    let data: Vec<u8> = (0..40 * 4)
+    let values: Vec<f32> = (0..40 * 4)
         .map(|i| if i < 30 * 4 { 0.0f32 } else { 1.0 + i as f32 })
-        .flat_map(f32::to_le_bytes)
         .collect();
-    let view = TensorView::new(Dtype::F32, vec![40, 4], &data).unwrap();
-    let path = dir.join("model.safetensors");
-    safetensors::serialize_to_file(
-        [("embed_tokens.weight", view)],
-        None::<HashMap<String, String>>,
-        &path,
-    )
-    .unwrap();
-    path.display().to_string()
+    write_f32_embedding(&dir.join("model.safetensors"), 4, &values)
 }
 
 #[test]

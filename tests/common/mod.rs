@@ -74,3 +74,20 @@ pub fn fixture_copy(rel: &str) -> tempfile::TempDir {
     }
     tmp
 }
+
+/// Writes `path` as a safetensors file holding one F32 tensor
+/// `embed_tokens.weight` of `cols` columns with `values` (row-major), and
+/// returns the path as text.
+pub fn write_f32_embedding(path: &Path, cols: usize, values: &[f32]) -> String {
+    use safetensors::tensor::{Dtype, TensorView};
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let shape = vec![values.len() / cols, cols];
+    let view = TensorView::new(Dtype::F32, shape, &data).unwrap();
+    safetensors::serialize_to_file(
+        [("embed_tokens.weight", view)],
+        None::<std::collections::HashMap<String, String>>,
+        path,
+    )
+    .unwrap();
+    path.display().to_string()
+}
