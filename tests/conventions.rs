@@ -319,6 +319,11 @@ fn tensors_filter_matching_nothing_says_so_and_exits_1() {
         stderr(&["-q", "tensors", LLAMA, "--filter", "*nothing*"], 1),
         ""
     );
+    let quiet = embscope()
+        .args(["tensors", LLAMA, "--filter", "*nothing*"])
+        .output()
+        .unwrap();
+    assert!(quiet.stdout.is_empty(), "no empty table on stdout");
     let out = embscope()
         .args([
             "--json",

@@ -5,6 +5,11 @@ use crate::cmd::tensors::TensorsReport;
 
 impl Human for TensorsReport {
     fn human(&self, style: &Style) -> String {
+        if self.tensors.is_empty() {
+            // Nothing matched: stdout stays empty, as with `rg`; the
+            // message is on stderr.
+            return String::new();
+        }
         let rows = self
             .tensors
             .iter()
