@@ -94,12 +94,15 @@ fn summarize_with<const FMA: bool>(
         .expect("Matrix::new checked the row size") as usize;
     scratch.resize(cols, 0.0);
     for row in raw.chunks_exact(row_bytes) {
-        let sum = match dtype {
-            Dtype::BF16 => bf16_squares::<FMA>(row),
-            Dtype::F32 => f32_squares::<FMA>(row),
+        // BF16 and F32 rows are hashed in the same loop that sums their
+        // squares, so each byte is loaded once and the two dependency
+        // chains overlap each other and the wait for memory.
+        let (sum, hash) = match dtype {
+            Dtype::BF16 => bf16_squares_and_hash::<FMA>(row),
+            Dtype::F32 => f32_squares_and_hash::<FMA>(row),
             _ => {
                 convert(dtype, row, scratch);
-                squares::<FMA>(scratch)
+                (squares::<FMA>(scratch), hash_row(row))
             }
         };
         let mut s = RowSummary {
@@ -107,7 +110,7 @@ fn summarize_with<const FMA: bool>(
             nan: false,
             inf: false,
             zero: false,
-            hash: hash_row(row),
+            hash,
         };
         // A NaN or an infinity makes the sum NaN or infinite, and only a
         // zero row (or one of tiny values) sums to 0: the rare rows that do
@@ -138,12 +141,14 @@ fn add_square<const FMA: bool>(acc: f32, x: f32) -> f32 {
     if FMA { x.mul_add(x, acc) } else { acc + x * x }
 }
 
-/// The sum of squares of a stored BF16 row, in f32. The row is read as
-/// 32-bit words: a word's high half is one value's f32 bit pattern once
-/// the low half is masked off, and its low half shifted up is the other's.
+/// The sum of squares of a stored BF16 row, in f32, and [`hash_row`] of
+/// its bytes. The row is read as 32-bit words: a word's high half is one
+/// value's f32 bit pattern once the low half is masked off, and its low
+/// half shifted up is the other's.
 #[inline(always)]
-fn bf16_squares<const FMA: bool>(row: &[u8]) -> f32 {
+fn bf16_squares_and_hash<const FMA: bool>(row: &[u8]) -> (f32, u64) {
     let mut sums = [0f32; 32];
+    let mut acc = KEYS;
     let (chunks, tail) = row.as_chunks::<64>();
     for c in chunks {
         for l in 0..16 {
@@ -151,28 +156,48 @@ fn bf16_squares<const FMA: bool>(row: &[u8]) -> f32 {
             sums[l] = add_square::<FMA>(sums[l], f32::from_bits(w << 16));
             sums[16 + l] = add_square::<FMA>(sums[16 + l], f32::from_bits(w & 0xFFFF_0000));
         }
+        mix(&mut acc, c);
     }
-    let tail = tail
+    let tail_sum = tail
         .chunks_exact(2)
-        .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16));
-    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+        .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
+        .map(|x| x * x)
+        .sum::<f32>();
+    (
+        sums.iter().sum::<f32>() + tail_sum,
+        finish(acc, tail, row.len()),
+    )
 }
 
-/// The sum of squares of a stored F32 row, in f32.
+/// The sum of squares of a stored F32 row, in f32, and [`hash_row`] of its
+/// bytes.
 #[inline(always)]
-fn f32_squares<const FMA: bool>(row: &[u8]) -> f32 {
+fn f32_squares_and_hash<const FMA: bool>(row: &[u8]) -> (f32, u64) {
     let mut sums = [0f32; 32];
+    let mut acc = KEYS;
     let (chunks, tail) = row.as_chunks::<128>();
     for c in chunks {
         for (l, sum) in sums.iter_mut().enumerate() {
             let x = f32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
             *sum = add_square::<FMA>(*sum, x);
         }
+        let (stripes, _) = c.as_chunks::<64>();
+        mix(&mut acc, &stripes[0]);
+        mix(&mut acc, &stripes[1]);
     }
-    let tail = tail
+    let tail_sum = tail
         .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .map(|x| x * x)
+        .sum::<f32>();
+    let (stripes, rest) = tail.as_chunks::<64>();
+    for s in stripes {
+        mix(&mut acc, s);
+    }
+    (
+        sums.iter().sum::<f32>() + tail_sum,
+        finish(acc, rest, row.len()),
+    )
 }
 
 /// The sum of squares of values already converted to f32.
@@ -209,27 +234,36 @@ const KEYS: [u64; 8] = [
 #[inline(always)]
 pub(crate) fn hash_row(bytes: &[u8]) -> u64 {
     let mut acc = KEYS;
+    let (stripes, rest) = bytes.as_chunks::<64>();
+    for s in stripes {
+        mix(&mut acc, s);
+    }
+    finish(acc, rest, bytes.len())
+}
+
+/// Mixes one 64-byte stripe into the eight lanes of [`hash_row`].
+#[inline(always)]
+fn mix(acc: &mut [u64; 8], stripe: &[u8; 64]) {
     // The rotation also keeps the compiler from vectorising across stripes
     // (gathers) instead of across the eight lanes of one stripe.
-    let mut mix = |stripe: &[u8]| {
-        for l in 0..8 {
-            let w = u64::from_le_bytes(stripe[8 * l..8 * l + 8].try_into().expect("8 bytes"));
-            let k = w ^ KEYS[l];
-            acc[l] = acc[l]
-                .wrapping_add(w)
-                .wrapping_add((k & 0xFFFF_FFFF).wrapping_mul(k >> 32))
-                .rotate_left(29);
-        }
-    };
-    let stripes = bytes.chunks_exact(64);
-    let tail = stripes.remainder();
-    for s in stripes {
-        mix(s);
+    for l in 0..8 {
+        let w = u64::from_le_bytes(stripe[8 * l..8 * l + 8].try_into().expect("8 bytes"));
+        let k = w ^ KEYS[l];
+        acc[l] = acc[l]
+            .wrapping_add(w)
+            .wrapping_add((k & 0xFFFF_FFFF).wrapping_mul(k >> 32))
+            .rotate_left(29);
     }
+}
+
+/// The end of [`hash_row`]: mixes the last `tail` bytes (fewer than 64)
+/// zero-padded to a stripe, then folds the lanes and the length `len`.
+#[inline(always)]
+fn finish(mut acc: [u64; 8], tail: &[u8], len: usize) -> u64 {
     let mut last = [0u8; 64];
     last[..tail.len()].copy_from_slice(tail);
-    mix(&last);
-    let mut h = (bytes.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    mix(&mut acc, &last);
+    let mut h = (len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     for a in acc {
         h = (h ^ a).wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(27);
     }
@@ -339,5 +373,18 @@ mod tests {
         swapped.extend_from_slice(&a[128..]);
         assert!(seen.insert(hash_row(&swapped)));
         assert_eq!(hash_row(&a), hash_row(&a.clone()));
+    }
+
+    #[test]
+    fn fused_loops_hash_like_hash_row() {
+        // Lengths around the 64- and 128-byte steps of both loops.
+        for len in [2usize, 4, 60, 64, 68, 124, 128, 132, 190, 192, 256, 260, 8192] {
+            let row: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8 & 0x3F).collect();
+            assert_eq!(bf16_squares_and_hash::<true>(&row).1, hash_row(&row), "{len}");
+            if len % 4 == 0 {
+                assert_eq!(f32_squares_and_hash::<true>(&row).1, hash_row(&row), "{len}");
+                assert_eq!(f32_squares_and_hash::<false>(&row).1, hash_row(&row), "{len}");
+            }
+        }
     }
 }
