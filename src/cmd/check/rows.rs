@@ -94,15 +94,12 @@ fn summarize_with<const FMA: bool>(
         .expect("Matrix::new checked the row size") as usize;
     scratch.resize(cols, 0.0);
     for row in raw.chunks_exact(row_bytes) {
-        // BF16 and F32 rows are hashed in the same loop that sums their
-        // squares, so each byte is loaded once and the two dependency
-        // chains overlap each other and the wait for memory.
-        let (sum, hash) = match dtype {
-            Dtype::BF16 => bf16_squares_and_hash::<FMA>(row),
-            Dtype::F32 => f32_squares_and_hash::<FMA>(row),
+        let sum = match dtype {
+            Dtype::BF16 => bf16_squares::<FMA>(row),
+            Dtype::F32 => f32_squares::<FMA>(row),
             _ => {
                 convert(dtype, row, scratch);
-                (squares::<FMA>(scratch), hash_row(row))
+                squares::<FMA>(scratch)
             }
         };
         let mut s = RowSummary {
@@ -110,7 +107,7 @@ fn summarize_with<const FMA: bool>(
             nan: false,
             inf: false,
             zero: false,
-            hash,
+            hash: row_key(row, sum),
         };
         // A NaN or an infinity makes the sum NaN or infinite, and only a
         // zero row (or one of tiny values) sums to 0: the rare rows that do
@@ -141,14 +138,12 @@ fn add_square<const FMA: bool>(acc: f32, x: f32) -> f32 {
     if FMA { x.mul_add(x, acc) } else { acc + x * x }
 }
 
-/// The sum of squares of a stored BF16 row, in f32, and [`hash_row`] of
-/// its bytes. The row is read as 32-bit words: a word's high half is one
-/// value's f32 bit pattern once the low half is masked off, and its low
-/// half shifted up is the other's.
+/// The sum of squares of a stored BF16 row, in f32. The row is read as
+/// 32-bit words: a word's high half is one value's f32 bit pattern once
+/// the low half is masked off, and its low half shifted up is the other's.
 #[inline(always)]
-fn bf16_squares_and_hash<const FMA: bool>(row: &[u8]) -> (f32, u64) {
+fn bf16_squares<const FMA: bool>(row: &[u8]) -> f32 {
     let mut sums = [0f32; 32];
-    let mut acc = KEYS;
     let (chunks, tail) = row.as_chunks::<64>();
     for c in chunks {
         for l in 0..16 {
@@ -156,48 +151,28 @@ fn bf16_squares_and_hash<const FMA: bool>(row: &[u8]) -> (f32, u64) {
             sums[l] = add_square::<FMA>(sums[l], f32::from_bits(w << 16));
             sums[16 + l] = add_square::<FMA>(sums[16 + l], f32::from_bits(w & 0xFFFF_0000));
         }
-        mix(&mut acc, c);
     }
-    let tail_sum = tail
+    let tail = tail
         .chunks_exact(2)
-        .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
-        .map(|x| x * x)
-        .sum::<f32>();
-    (
-        sums.iter().sum::<f32>() + tail_sum,
-        finish(acc, tail, row.len()),
-    )
+        .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16));
+    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
 }
 
-/// The sum of squares of a stored F32 row, in f32, and [`hash_row`] of its
-/// bytes.
+/// The sum of squares of a stored F32 row, in f32.
 #[inline(always)]
-fn f32_squares_and_hash<const FMA: bool>(row: &[u8]) -> (f32, u64) {
+fn f32_squares<const FMA: bool>(row: &[u8]) -> f32 {
     let mut sums = [0f32; 32];
-    let mut acc = KEYS;
     let (chunks, tail) = row.as_chunks::<128>();
     for c in chunks {
         for (l, sum) in sums.iter_mut().enumerate() {
             let x = f32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
             *sum = add_square::<FMA>(*sum, x);
         }
-        let (stripes, _) = c.as_chunks::<64>();
-        mix(&mut acc, &stripes[0]);
-        mix(&mut acc, &stripes[1]);
     }
-    let tail_sum = tail
+    let tail = tail
         .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .map(|x| x * x)
-        .sum::<f32>();
-    let (stripes, rest) = tail.as_chunks::<64>();
-    for s in stripes {
-        mix(&mut acc, s);
-    }
-    (
-        sums.iter().sum::<f32>() + tail_sum,
-        finish(acc, rest, row.len()),
-    )
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
 }
 
 /// The sum of squares of values already converted to f32.
@@ -211,6 +186,38 @@ fn squares<const FMA: bool>(row: &[f32]) -> f32 {
         }
     }
     sums.iter().sum::<f32>() + tail.iter().map(|x| x * x).sum::<f32>()
+}
+
+/// Words of 8 bytes that [`row_key`] samples from a long row.
+const SAMPLED_WORDS: usize = 16;
+
+/// The key by which duplicate rows are found: a function of the row's
+/// bytes only, so equal rows always get equal keys. Rows of up to
+/// `16 * SAMPLED_WORDS` bytes are hashed whole ([`hash_row`]); longer ones
+/// by their length, `sum` (the sum of squares computed from the bytes)
+/// and [`SAMPLED_WORDS`] words spread evenly over the row, the first and
+/// the last included. Different rows that agree on all of these (rows of
+/// equal norm that differ only between the sampled words) get equal keys:
+/// duplicates are confirmed by comparing bytes, so such collisions cost
+/// time, never a wrong finding. Reading a few words instead of hashing
+/// every byte takes the hash off the path of the value pass.
+#[inline(always)]
+pub(crate) fn row_key(row: &[u8], sum: f32) -> u64 {
+    if row.len() <= 16 * SAMPLED_WORDS {
+        return hash_row(row);
+    }
+    let last = row.len() - 8;
+    let mut words = [0u8; 8 * SAMPLED_WORDS];
+    for (i, w) in words.chunks_exact_mut(8).enumerate() {
+        let at = i * last / (SAMPLED_WORDS - 1);
+        w.copy_from_slice(&row[at..at + 8]);
+    }
+    let mut acc = KEYS;
+    let (stripes, _) = words.as_chunks::<64>();
+    for s in stripes {
+        mix(&mut acc, s);
+    }
+    finish(acc, &sum.to_bits().to_le_bytes(), row.len())
 }
 
 /// Starting keys of the eight hash lanes (hex digits of pi).
@@ -376,15 +383,27 @@ mod tests {
     }
 
     #[test]
-    fn fused_loops_hash_like_hash_row() {
-        // Lengths around the 64- and 128-byte steps of both loops.
-        for len in [2usize, 4, 60, 64, 68, 124, 128, 132, 190, 192, 256, 260, 8192] {
-            let row: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8 & 0x3F).collect();
-            assert_eq!(bf16_squares_and_hash::<true>(&row).1, hash_row(&row), "{len}");
-            if len % 4 == 0 {
-                assert_eq!(f32_squares_and_hash::<true>(&row).1, hash_row(&row), "{len}");
-                assert_eq!(f32_squares_and_hash::<false>(&row).1, hash_row(&row), "{len}");
-            }
+    fn row_key_sees_samples_norm_and_length_only() {
+        // Short rows are hashed whole.
+        let short: Vec<u8> = (0..256).map(|i| i as u8).collect();
+        let mut other = short.clone();
+        other[100] ^= 1;
+        assert_eq!(row_key(&short, 1.0), hash_row(&short));
+        assert_ne!(row_key(&short, 1.0), row_key(&other, 1.0));
+        // Long rows: the first and last words, every sampled word, the sum
+        // and the length count; a byte between samples does not.
+        let row: Vec<u8> = (0..8192).map(|i| (i * 7 + i / 256) as u8).collect();
+        let key = row_key(&row, 2.5);
+        assert_eq!(key, row_key(&row.clone(), 2.5));
+        assert_ne!(key, row_key(&row, 2.25));
+        assert_ne!(key, row_key(&row[..8190], 2.5));
+        for at in [0, 7, 8184, 8191, 8184 * 7 / 15] {
+            let mut b = row.clone();
+            b[at] ^= 1;
+            assert_ne!(key, row_key(&b, 2.5), "byte {at}");
         }
+        let mut b = row.clone();
+        b[20] ^= 1;
+        assert_eq!(key, row_key(&b, 2.5));
     }
 }
