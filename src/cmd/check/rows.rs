@@ -1,6 +1,8 @@
 //! What the value pass learns about each row, straight from its stored
 //! bytes: the sum of squares, whether it holds NaN, infinities or only
-//! zeros, and a hash of the bytes for finding duplicates.
+//! zeros, and a key for finding duplicates ([`row_key`]: a hash of short
+//! rows, of the sum and a few sampled words of long ones, so that the pass
+//! costs little more than reading the bytes).
 //!
 //! BF16 and F32 rows are read in place; other dtypes are converted to f32
 //! a row at a time. Only the sum of squares is computed for every row: a
@@ -24,7 +26,8 @@ pub(crate) struct RowSummary {
     pub inf: bool,
     /// Every value is +0 or -0.
     pub zero: bool,
-    /// A hash of the row's stored bytes (see [`hash_row`]).
+    /// The row's duplicate key (see [`row_key`]): equal rows have equal
+    /// keys, different rows may too.
     pub hash: u64,
 }
 
