@@ -4,7 +4,7 @@
 //! distribution and its outliers, what the rows no token reaches hold, and
 //! whether an untied head is a byte copy of the embedding.
 //!
-//! The pass keeps one f32 norm and one u64 hash per row (1.5 MB for a
+//! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
 //! 128k vocabulary) and never copies the matrix.
 
 use serde_json::{Value, json};
