@@ -1,6 +1,8 @@
 //! What the value pass learns about each row, straight from its stored
 //! bytes: the sum of squares, whether it holds NaN, infinities or only
-//! zeros, and a hash of the bytes for finding duplicates.
+//! zeros, and a key for finding duplicates ([`row_key`]: a hash of short
+//! rows, of the sum and a few sampled words of long ones, so that the pass
+//! costs little more than reading the bytes).
 //!
 //! BF16 and F32 rows are read in place; other dtypes are converted to f32
 //! a row at a time. Only the sum of squares is computed for every row: a
@@ -24,7 +26,8 @@ pub(crate) struct RowSummary {
     pub inf: bool,
     /// Every value is +0 or -0.
     pub zero: bool,
-    /// A hash of the row's stored bytes (see [`hash_row`]).
+    /// The row's duplicate key (see [`row_key`]): equal rows have equal
+    /// keys, different rows may too.
     pub hash: u64,
 }
 
@@ -107,7 +110,7 @@ fn summarize_with<const FMA: bool>(
             nan: false,
             inf: false,
             zero: false,
-            hash: hash_row(row),
+            hash: row_key(row, sum),
         };
         // A NaN or an infinity makes the sum NaN or infinite, and only a
         // zero row (or one of tiny values) sums to 0: the rare rows that do
@@ -188,6 +191,38 @@ fn squares<const FMA: bool>(row: &[f32]) -> f32 {
     sums.iter().sum::<f32>() + tail.iter().map(|x| x * x).sum::<f32>()
 }
 
+/// Words of 8 bytes that [`row_key`] samples from a long row.
+const SAMPLED_WORDS: usize = 16;
+
+/// The key by which duplicate rows are found: a function of the row's
+/// bytes only, so equal rows always get equal keys. Rows of up to
+/// `16 * SAMPLED_WORDS` bytes are hashed whole ([`hash_row`]); longer ones
+/// by their length, `sum` (the sum of squares computed from the bytes)
+/// and [`SAMPLED_WORDS`] words spread evenly over the row, the first and
+/// the last included. Different rows that agree on all of these (rows of
+/// equal norm that differ only between the sampled words) get equal keys:
+/// duplicates are confirmed by comparing bytes, so such collisions cost
+/// time, never a wrong finding. Reading a few words instead of hashing
+/// every byte takes the hash off the path of the value pass.
+#[inline(always)]
+pub(crate) fn row_key(row: &[u8], sum: f32) -> u64 {
+    if row.len() <= 16 * SAMPLED_WORDS {
+        return hash_row(row);
+    }
+    let last = row.len() - 8;
+    let mut words = [0u8; 8 * SAMPLED_WORDS];
+    for (i, w) in words.chunks_exact_mut(8).enumerate() {
+        let at = i * last / (SAMPLED_WORDS - 1);
+        w.copy_from_slice(&row[at..at + 8]);
+    }
+    let mut acc = KEYS;
+    let (stripes, _) = words.as_chunks::<64>();
+    for s in stripes {
+        mix(&mut acc, s);
+    }
+    finish(acc, &sum.to_bits().to_le_bytes(), row.len())
+}
+
 /// Starting keys of the eight hash lanes (hex digits of pi).
 const KEYS: [u64; 8] = [
     0x243F_6A88_85A3_08D3,
@@ -209,27 +244,36 @@ const KEYS: [u64; 8] = [
 #[inline(always)]
 pub(crate) fn hash_row(bytes: &[u8]) -> u64 {
     let mut acc = KEYS;
+    let (stripes, rest) = bytes.as_chunks::<64>();
+    for s in stripes {
+        mix(&mut acc, s);
+    }
+    finish(acc, rest, bytes.len())
+}
+
+/// Mixes one 64-byte stripe into the eight lanes of [`hash_row`].
+#[inline(always)]
+fn mix(acc: &mut [u64; 8], stripe: &[u8; 64]) {
     // The rotation also keeps the compiler from vectorising across stripes
     // (gathers) instead of across the eight lanes of one stripe.
-    let mut mix = |stripe: &[u8]| {
-        for l in 0..8 {
-            let w = u64::from_le_bytes(stripe[8 * l..8 * l + 8].try_into().expect("8 bytes"));
-            let k = w ^ KEYS[l];
-            acc[l] = acc[l]
-                .wrapping_add(w)
-                .wrapping_add((k & 0xFFFF_FFFF).wrapping_mul(k >> 32))
-                .rotate_left(29);
-        }
-    };
-    let stripes = bytes.chunks_exact(64);
-    let tail = stripes.remainder();
-    for s in stripes {
-        mix(s);
+    for l in 0..8 {
+        let w = u64::from_le_bytes(stripe[8 * l..8 * l + 8].try_into().expect("8 bytes"));
+        let k = w ^ KEYS[l];
+        acc[l] = acc[l]
+            .wrapping_add(w)
+            .wrapping_add((k & 0xFFFF_FFFF).wrapping_mul(k >> 32))
+            .rotate_left(29);
     }
+}
+
+/// The end of [`hash_row`]: mixes the last `tail` bytes (fewer than 64)
+/// zero-padded to a stripe, then folds the lanes and the length `len`.
+#[inline(always)]
+fn finish(mut acc: [u64; 8], tail: &[u8], len: usize) -> u64 {
     let mut last = [0u8; 64];
     last[..tail.len()].copy_from_slice(tail);
-    mix(&last);
-    let mut h = (bytes.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    mix(&mut acc, &last);
+    let mut h = (len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     for a in acc {
         h = (h ^ a).wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(27);
     }
@@ -339,5 +383,30 @@ mod tests {
         swapped.extend_from_slice(&a[128..]);
         assert!(seen.insert(hash_row(&swapped)));
         assert_eq!(hash_row(&a), hash_row(&a.clone()));
+    }
+
+    #[test]
+    fn row_key_sees_samples_norm_and_length_only() {
+        // Short rows are hashed whole.
+        let short: Vec<u8> = (0..256).map(|i| i as u8).collect();
+        let mut other = short.clone();
+        other[100] ^= 1;
+        assert_eq!(row_key(&short, 1.0), hash_row(&short));
+        assert_ne!(row_key(&short, 1.0), row_key(&other, 1.0));
+        // Long rows: the first and last words, every sampled word, the sum
+        // and the length count; a byte between samples does not.
+        let row: Vec<u8> = (0..8192).map(|i| (i * 7 + i / 256) as u8).collect();
+        let key = row_key(&row, 2.5);
+        assert_eq!(key, row_key(&row.clone(), 2.5));
+        assert_ne!(key, row_key(&row, 2.25));
+        assert_ne!(key, row_key(&row[..8190], 2.5));
+        for at in [0, 7, 8184, 8191, 8184 * 7 / 15] {
+            let mut b = row.clone();
+            b[at] ^= 1;
+            assert_ne!(key, row_key(&b, 2.5), "byte {at}");
+        }
+        let mut b = row.clone();
+        b[20] ^= 1;
+        assert_eq!(key, row_key(&b, 2.5));
     }
 }

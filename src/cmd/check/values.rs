@@ -1,10 +1,10 @@
 //! Value findings, from one streaming pass per stored matrix through
 //! [`search::scan`]: NaN/Inf rows, all-zero rows, exact duplicate rows
-//! (by a hash of the stored bytes, confirmed byte for byte), the row-norm
+//! (by a key of the stored bytes, confirmed byte for byte), the row-norm
 //! distribution and its outliers, what the rows no token reaches hold, and
 //! whether an untied head is a byte copy of the embedding.
 //!
-//! The pass keeps one f32 norm and one u64 hash per row (1.5 MB for a
+//! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
 //! 128k vocabulary) and never copies the matrix.
 
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ const OUTLIER_SIGMAS: f64 = 6.0;
 pub(crate) struct Stats {
     /// L2 norm of every row (NaN for rows holding NaN or Inf).
     pub norms: Vec<f32>,
-    /// A hash of every row's stored bytes.
+    /// Every row's duplicate key (see [`rows::row_key`]).
     pub hashes: Vec<u64>,
     /// Rows holding a NaN, ascending.
     pub nan: Vec<u32>,
@@ -409,7 +409,7 @@ fn duplicates(
     live: &[(u32, f32)],
     out: &mut Vec<Finding>,
 ) {
-    // Rows with equal hashes end up next to each other.
+    // Rows with equal keys end up next to each other.
     let mut by_hash: Vec<(u64, u32)> = live
         .iter()
         .map(|&(id, _)| (stats.hashes[id as usize], id))
@@ -569,34 +569,4 @@ fn is_placeholder(vocab: &Vocab, id: u32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outlier_rule() {
-        let mut rows: Vec<(u32, f32)> = (0..100)
-            .map(|i| (i, 1.0 + (i % 10) as f32 * 0.01))
-            .collect();
-        assert!(outliers(&rows).0.is_empty());
-        rows.push((100, 50.0));
-        rows.push((101, 0.001));
-        rows.push((102, 1.2));
-        let (ids, lo, hi) = outliers(&rows);
-        assert_eq!(ids, vec![101, 100]);
-        assert!(lo < 1.0 && hi > 1.09 && hi < 50.0, "{lo} {hi}");
-        // Equal norms: the 1% floor keeps rounding noise quiet.
-        let flat: Vec<(u32, f32)> = (0..50).map(|i| (i, 1.0 + (i % 2) as f32 * 1e-4)).collect();
-        assert!(outliers(&flat).0.is_empty());
-        assert!(outliers(&rows[..5]).0.is_empty());
-    }
-
-    #[test]
-    fn unreachable_row_kinds() {
-        assert_eq!(classify(&[0.0, 0.0], Some(1.0)), "zero");
-        assert_eq!(classify(&[0.0, 1.0], Some(1.0)), "mixed");
-        assert_eq!(classify(&[0.9, 1.1, 1.0], Some(1.0)), "trained-looking");
-        assert_eq!(classify(&[0.02, 0.021], Some(1.0)), "random");
-        assert_eq!(classify(&[5.0, 6.0], Some(1.0)), "random");
-        assert_eq!(classify(&[1.0], None), "random");
-    }
-}
+mod tests;
