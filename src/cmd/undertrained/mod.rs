@@ -5,8 +5,9 @@
 //! - head (the unembedding; the embedding itself when tied): the cosine
 //!   between the row and the mean of the reference rows, both with the first
 //!   principal component of the matrix removed (the component, of the
-//!   mean-centred rows, is found by power iteration: one streaming pass per
-//!   iteration, see `pass`);
+//!   mean-centred rows, is found by power iteration over an evenly strided
+//!   sample of rows, see `component`, then one streaming pass scores every
+//!   row, see `pass`);
 //! - embedding: the L2 norm, and the Euclidean distance to the reference mean.
 //!
 //! Each indicator that applies becomes an oriented robust z-score and the
@@ -14,6 +15,7 @@
 //! embedding distance with a reference set, the norms without one. Rows are
 //! ranked by it; a row is a strong candidate at [`score::STRONG`] or more.
 
+mod component;
 mod kernel;
 mod pass;
 mod reference;
@@ -30,7 +32,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::vocab::{TokenKind, Vocab};
-use pass::Analysis;
+use pass::RowSums;
 use score::Direction;
 
 /// Bins of the score histogram.
@@ -109,10 +111,12 @@ pub struct UndertrainedReport {
     pub reference: ReferenceSummary,
     /// The indicators the combined score averages.
     pub indicators: Vec<&'static str>,
-    /// Streaming passes over the matrices, in total.
+    /// Streaming passes over the matrices, in total (one per matrix).
     pub passes: usize,
-    /// Of those, power-iteration passes for the head's principal component.
-    pub component_passes: usize,
+    /// Rows sampled for the head's principal component (0: none computed).
+    pub component_rows: usize,
+    /// Power iterations over that sample.
+    pub component_iterations: usize,
     /// The strong-candidate threshold on the combined score.
     pub threshold: f64,
     /// Rows at or above the threshold.
@@ -158,24 +162,21 @@ fn sq(v: &[f32]) -> f64 {
     v.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
 }
 
-fn norms(a: &Analysis) -> Vec<f32> {
-    a.rows.sq.iter().map(|&s| s.sqrt()).collect()
+fn norms(a: &RowSums) -> Vec<f32> {
+    a.sq.iter().map(|&s| s.sqrt()).collect()
 }
 
-fn distances(a: &Analysis, mean: &[f32]) -> Vec<f32> {
+fn distances(a: &RowSums, mean: &[f32]) -> Vec<f32> {
     let mm = sq(mean);
-    a.rows
-        .sq
-        .iter()
-        .zip(&a.rows.dot_ref)
+    a.sq.iter()
+        .zip(&a.dot_ref)
         .map(|(&s, &d)| (f64::from(s) - 2.0 * f64::from(d) + mm).max(0.0).sqrt() as f32)
         .collect()
 }
 
 /// Cosines to the reference mean with the component removed from both;
 /// `None` when the mean lies along the component (nothing is left).
-fn cosines(a: &Analysis, mean: &[f32]) -> Option<Vec<f32>> {
-    let pc = a.pc.as_ref()?;
+fn cosines(r: &RowSums, pc: &[f32], mean: &[f32]) -> Option<Vec<f32>> {
     let mc: f64 = mean
         .iter()
         .zip(pc)
@@ -187,7 +188,6 @@ fn cosines(a: &Analysis, mean: &[f32]) -> Option<Vec<f32>> {
         return None;
     }
     let rest = rest.sqrt();
-    let r = &a.rows;
     Some(
         (0..r.sq.len())
             .map(|i| {
@@ -273,7 +273,8 @@ pub fn run(
     let Measured {
         ind,
         passes,
-        component_passes,
+        component_rows,
+        component_iterations,
     } = measured;
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
     let (indicators, zs) = scored_indicators(&ind);
@@ -335,7 +336,8 @@ pub fn run(
         },
         indicators,
         passes,
-        component_passes,
+        component_rows,
+        component_iterations,
         threshold: STRONG,
         strong: strong_ids.len(),
         strong_outside_reference: strong_ids.iter().filter(|&&i| !in_ref(i)).count(),
@@ -350,11 +352,13 @@ pub fn run(
 struct Measured {
     ind: Indicators,
     passes: usize,
-    component_passes: usize,
+    component_rows: usize,
+    component_iterations: usize,
 }
 
-/// Streams the matrices: the head with its principal component (when there
-/// are reference rows), the embedding once unless it is the tied head.
+/// Streams the matrices, once each: the head against its principal
+/// component (from a row sample, when there are reference rows), the
+/// embedding unless it is the tied head.
 fn measure(
     head: Option<&Matrix>,
     embed: Option<&Matrix>,
@@ -362,26 +366,35 @@ fn measure(
     reference: &[u32],
     progress: bool,
 ) -> Measured {
-    let bar = |m: &Matrix, pass: usize| {
+    let bar = |m: &Matrix| {
         Progress::new(
             progress,
             m.rows() as u64,
-            &format!("undertrained: `{}` pass {pass}", m.name()),
+            &format!("undertrained: `{}`", m.name()),
         )
     };
     let mut ind = Indicators::default();
-    let (mut passes, mut component_passes) = (0, 0);
+    let mut out = Measured {
+        ind: Indicators::default(),
+        passes: 0,
+        component_rows: 0,
+        component_iterations: 0,
+    };
     if let Some(h) = head {
         let mean = mean_of(h, reference);
-        let a = match &mean {
-            Some(mean) => pass::with_component(h, mean, |k| bar(h, k)),
-            None => pass::sums(h, None, &bar(h, 1)),
-        };
-        passes += a.passes;
-        if a.pc.is_some() {
-            component_passes = a.passes;
+        let pc = mean
+            .as_ref()
+            .map(|_| component::sampled(h, component::SAMPLE_ROWS));
+        if let Some(c) = &pc {
+            (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
         }
-        ind.head_cosine = mean.as_ref().and_then(|m| cosines(&a, m));
+        let pcv = pc.as_ref().map(|c| c.v.as_slice());
+        let a = pass::sums(h, mean.as_deref(), pcv, &bar(h));
+        out.passes += 1;
+        ind.head_cosine = mean
+            .as_ref()
+            .zip(pcv)
+            .and_then(|(m, pc)| cosines(&a, pc, m));
         if tied {
             ind.embed_norm = Some(norms(&a));
             ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
@@ -391,16 +404,13 @@ fn measure(
     }
     if let Some(e) = embed.filter(|_| !tied) {
         let mean = mean_of(e, reference);
-        let a = pass::sums(e, mean.as_deref(), &bar(e, 1));
-        passes += a.passes;
+        let a = pass::sums(e, mean.as_deref(), None, &bar(e));
+        out.passes += 1;
         ind.embed_norm = Some(norms(&a));
         ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
     }
-    Measured {
-        ind,
-        passes,
-        component_passes,
-    }
+    out.ind = ind;
+    out
 }
 
 /// A note when the head has reference rows but no cosine indicator.
