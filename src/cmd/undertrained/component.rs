@@ -254,12 +254,12 @@ mod tests {
         let mut values = Vec::with_capacity(rows * cols);
         for i in 0..rows {
             let t = 3.0 * 3.4 * noise(i * 7919 + 1);
-            for j in 0..cols {
+            for (j, d) in dir.iter().enumerate() {
                 let e = 3.4 * noise(i * cols + j);
                 values.push(if i % 997 == 5 {
                     f32::NAN
                 } else {
-                    0.5 + e + t * dir[j] / len
+                    0.5 + e + t * d / len
                 });
             }
         }

@@ -18,6 +18,7 @@
 mod component;
 mod kernel;
 mod pass;
+mod reach;
 mod reference;
 mod score;
 
@@ -257,9 +258,9 @@ pub fn run(
         });
     }
     let measured = std::thread::scope(|s| {
-        // The reachability test builds the full tokenizer (a fixed cost of
-        // about half a second for Llama 3's): build it alongside the passes.
-        if let Some(v) = vocab.filter(|_| req.reachability && req.top > 0) {
+        // Without a cut-down tokenizer (see `reach`), the reachability test
+        // builds the full one (a fixed cost): build it alongside the passes.
+        if let Some(v) = vocab.filter(|v| req.reachability && req.top > 0 && !reach::cuts_down(v)) {
             s.spawn(move || v.encode("", false).ok());
         }
         measure(
@@ -299,6 +300,10 @@ pub fn run(
     }
     order.truncate(top);
     order.sort_by(by_score);
+    let reachable = match vocab.filter(|_| req.reachability) {
+        Some(v) => reach::reachable(v, &order),
+        None => Vec::new(),
+    };
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
     let candidates = order
         .iter()
@@ -309,9 +314,7 @@ pub fn run(
             token: vocab.and_then(|v| v.readable(id)),
             kind: vocab.and_then(|v| v.kind(id)),
             reference: in_ref(id),
-            reachable: vocab
-                .filter(|_| req.reachability)
-                .and_then(|v| v.reaches_itself(id)),
+            reachable: reachable.get(rank).copied().flatten(),
             score: scores[id as usize],
             strong: scores[id as usize] >= STRONG,
             head_cosine: pick(&ind.head_cosine, id),
