@@ -14,9 +14,11 @@
 //! (subword prefixes or suffixes) use the full tokenizer.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 use tokenizers::{
     Normalizer, NormalizerWrapper, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
@@ -26,23 +28,76 @@ use tokenizers::{
 use crate::vocab::Vocab;
 
 /// A string of the file, borrowed when it has no escapes.
-#[derive(Deserialize, PartialEq, Eq, Hash)]
+#[derive(Deserialize)]
 struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
-/// A merge, written `"a b"` or `["a", "b"]`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Merge<'a> {
-    Joined(#[serde(borrow)] Str<'a>),
-    Pair(#[serde(borrow)] Str<'a>, #[serde(borrow)] Str<'a>),
+/// A merge, written `"a b"` or `["a", "b"]`: its two parts.
+struct Merge<'a>(Cow<'a, str>, Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Merge<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(MergeVisitor(PhantomData))
+    }
 }
 
-impl Merge<'_> {
-    fn parts(&self) -> Option<(&str, &str)> {
-        match self {
-            Merge::Joined(s) => s.0.split_once(' '),
-            Merge::Pair(a, b) => Some((&a.0, &b.0)),
+struct MergeVisitor<'a>(PhantomData<Merge<'a>>);
+
+impl<'de: 'a, 'a> Visitor<'de> for MergeVisitor<'a> {
+    type Value = Merge<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a merge: \"a b\" or [\"a\", \"b\"]")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Merge<'a>, E> {
+        let (a, b) = s
+            .split_once(' ')
+            .ok_or_else(|| E::custom("merge without a space"))?;
+        Ok(Merge(Cow::Borrowed(a), Cow::Borrowed(b)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Merge<'a>, E> {
+        let (a, b) = s
+            .split_once(' ')
+            .ok_or_else(|| E::custom("merge without a space"))?;
+        Ok(Merge(Cow::Owned(a.into()), Cow::Owned(b.into())))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Merge<'a>, A::Error> {
+        let mut part = || -> Result<Cow<'a, str>, A::Error> {
+            let s: Str<'de> = seq
+                .next_element()?
+                .ok_or_else(|| de::Error::custom("merge with fewer than two parts"))?;
+            Ok(s.0)
+        };
+        Ok(Merge(part()?, part()?))
+    }
+}
+
+/// A JSON object of token to id, as a list.
+struct Entries<'a>(Vec<(Cow<'a, str>, u32)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(EntriesVisitor(PhantomData))
+    }
+}
+
+struct EntriesVisitor<'a>(PhantomData<Entries<'a>>);
+
+impl<'de: 'a, 'a> Visitor<'de> for EntriesVisitor<'a> {
+    type Value = Entries<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a map of token to id")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'a>, A::Error> {
+        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some((k, v)) = map.next_entry::<Str<'de>, u32>()? {
+            out.push((k.0, v));
         }
+        Ok(Entries(out))
     }
 }
 
@@ -52,7 +107,7 @@ struct Model<'a> {
     #[serde(rename = "type")]
     kind: Option<String>,
     #[serde(borrow)]
-    vocab: HashMap<Str<'a>, u32>,
+    vocab: Entries<'a>,
     #[serde(borrow)]
     merges: Vec<Merge<'a>>,
     #[serde(default)]
@@ -137,8 +192,8 @@ fn restricted<'t>(vocab: &Vocab, texts: impl Iterator<Item = &'t String>) -> Opt
         substrings(text, &mut keep);
     }
     let mut out = serde_json::Map::new();
-    for (token, &id) in &m.vocab {
-        let t: &str = &token.0;
+    for (t, id) in &m.vocab.0 {
+        let t: &str = t;
         let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
         if keep.contains(t) || byte || m.unk_token.as_str() == Some(t) {
             out.insert(t.to_string(), json!(id));
@@ -151,7 +206,7 @@ fn restricted<'t>(vocab: &Vocab, texts: impl Iterator<Item = &'t String>) -> Opt
     }
     let mut merges = Vec::new();
     for merge in &m.merges {
-        let (a, b) = merge.parts()?;
+        let (a, b) = (&*merge.0, &*merge.1);
         if out.contains_key(a) && out.contains_key(b) && keep.contains(&format!("{a}{b}")) {
             merges.push(json!([a, b]));
         }
