@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
-use super::kernel::{Bf16, Row, axpy, dot1, dot3};
+use super::kernel::{Bf16, Row, axpy, dot1, dot3, prefetch};
 use super::pass::has_avx512;
 
 /// Rows sampled (evenly spaced) for the component.
@@ -84,8 +84,10 @@ fn chunk_body<const FMA: bool>(
     acc: &mut Acc,
 ) {
     acc.chunk.fill(0.0);
-    for &i in ids {
+    for (k, &i) in ids.iter().enumerate() {
         if m.dtype() == Dtype::BF16 {
+            // The sample's rows are far apart: ask for the next one early.
+            prefetch(ids.get(k + 1).map(|&next| m.row_bytes(next)));
             row_work::<FMA>(Bf16(m.row_bytes(i)), i, v, zeros, acc);
         } else {
             let mut buf = std::mem::take(&mut acc.buf);
