@@ -257,19 +257,26 @@ pub fn run(
             _ => "no reference rows (no reserved placeholder entries, and a token reaches every row): scores use the row norms only; give known-untrained ids with --reference".to_string(),
         });
     }
-    let measured = std::thread::scope(|s| {
-        // Without a cut-down tokenizer (see `reach`), the reachability test
-        // builds the full one (a fixed cost): build it alongside the passes.
-        if let Some(v) = vocab.filter(|v| req.reachability && req.top > 0 && !reach::cuts_down(v)) {
+    let reach_vocab = vocab.filter(|_| req.reachability && req.top > 0);
+    let source = reach_vocab
+        .filter(|v| reach::cuts_down(v))
+        .and_then(|v| std::fs::read(v.file()).ok());
+    let (measured, parsed) = std::thread::scope(|s| {
+        // The reachability test's tokenizer file is parsed (for a cut-down
+        // tokenizer, see `reach`), or else the full tokenizer built (a
+        // fixed cost), alongside the passes.
+        let parsed = source.as_deref().map(|b| s.spawn(move || reach::parse(b)));
+        if let Some(v) = reach_vocab.filter(|v| !reach::cuts_down(v)) {
             s.spawn(move || v.encode("", false).ok());
         }
-        measure(
+        let measured = measure(
             head.as_ref(),
             embed.as_ref(),
             tied,
             &reference.ids,
             req.progress,
-        )
+        );
+        (measured, parsed.and_then(|h| h.join().ok().flatten()))
     });
     let Measured {
         ind,
@@ -301,7 +308,7 @@ pub fn run(
     order.truncate(top);
     order.sort_by(by_score);
     let reachable = match vocab.filter(|_| req.reachability) {
-        Some(v) => reach::reachable(v, &order),
+        Some(v) => reach::reachable(v, &order, parsed.as_ref()),
         None => Vec::new(),
     };
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);

@@ -149,14 +149,22 @@ pub(super) fn cuts_down(vocab: &Vocab) -> bool {
     vocab.model() == "BPE" && vocab.file().extension().is_some_and(|e| e == "json")
 }
 
+/// The parsed tokenizer.json of a vocabulary [`cuts_down`] (parsed while
+/// the passes run), borrowing from the file's bytes.
+pub(super) struct Parsed<'a>(File<'a>);
+
+/// Parses `bytes`, the tokenizer.json; `None` when it does not parse as
+/// the BPE file expected (the full tokenizer is then used).
+pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
+    serde_json::from_slice(bytes).ok().map(Parsed)
+}
+
 /// Whether encoding each of `ids`' own text gives exactly that id (see
-/// [`Vocab::reaches_itself`], whose answers these are).
-pub(super) fn reachable(vocab: &Vocab, ids: &[u32]) -> Vec<Option<bool>> {
+/// [`Vocab::reaches_itself`], whose answers these are): through a
+/// tokenizer cut down from `parsed` when given, else the full one.
+pub(super) fn reachable(vocab: &Vocab, ids: &[u32], parsed: Option<&Parsed>) -> Vec<Option<bool>> {
     let texts: Vec<Option<String>> = ids.iter().map(|&id| vocab.own_text(id)).collect();
-    let restricted = cuts_down(vocab)
-        .then(|| restricted(vocab, texts.iter().flatten()))
-        .flatten();
-    let Some(tokenizer) = restricted else {
+    let Some(tokenizer) = parsed.and_then(|p| restricted(&p.0, texts.iter().flatten())) else {
         return ids.iter().map(|&id| vocab.reaches_itself(id)).collect();
     };
     ids.iter()
@@ -168,11 +176,9 @@ pub(super) fn reachable(vocab: &Vocab, ids: &[u32]) -> Vec<Option<bool>> {
         .collect()
 }
 
-/// The tokenizer of `vocab`'s file cut down to what encoding `texts`
-/// needs; `None` when the file is not a BPE model this covers.
-fn restricted<'t>(vocab: &Vocab, texts: impl Iterator<Item = &'t String>) -> Option<Tokenizer> {
-    let bytes = std::fs::read(vocab.file()).ok()?;
-    let file: File = serde_json::from_slice(&bytes).ok()?;
+/// The tokenizer of `file` cut down to what encoding `texts` needs;
+/// `None` when the file is not a BPE model this covers.
+fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Option<Tokenizer> {
     let m = &file.model;
     if m.kind.as_deref().is_some_and(|k| k != "BPE")
         || !m.continuing_subword_prefix.is_null()
@@ -278,9 +284,11 @@ mod tests {
             assert!(cuts_down(&v), "{dir}");
             let ids: Vec<u32> = (0..v.size() as u32 + 2).collect();
             let texts: Vec<String> = ids.iter().filter_map(|&id| v.own_text(id)).collect();
-            assert!(restricted(&v, texts.iter()).is_some(), "{dir}");
+            let bytes = std::fs::read(v.file()).unwrap();
+            let parsed = parse(&bytes).expect("parses");
+            assert!(restricted(&parsed.0, texts.iter()).is_some(), "{dir}");
             let full: Vec<Option<bool>> = ids.iter().map(|&id| v.reaches_itself(id)).collect();
-            assert_eq!(reachable(&v, &ids), full, "{dir}");
+            assert_eq!(reachable(&v, &ids, Some(&parsed)), full, "{dir}");
             let (yes, no) = (
                 full.iter().filter(|r| **r == Some(true)).count(),
                 full.iter().filter(|r| **r == Some(false)).count(),
