@@ -9,9 +9,9 @@
 //! just those substrings (plus the unknown token, byte-fallback tokens and
 //! added tokens, at their ids) and whose merges keep just those among them,
 //! in their order, encodes the texts exactly as the full one does. The file
-//! is parsed once with its strings borrowed; other models (WordPiece,
-//! Unigram, ...), GGUF vocabularies and BPE options this does not cover
-//! (subword prefixes or suffixes) use the full tokenizer.
+//! is parsed once, alongside the passes, with its strings borrowed; other
+//! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
+//! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
