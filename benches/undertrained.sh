@@ -5,6 +5,9 @@
 #
 #   benches/undertrained.sh [MODEL_DIR] [RUNS]
 #
+# With BASE=/path/to/another/embscope (an older build, say), each row is
+# also timed with it, interleaved with the same reads, on a `base` line.
+#
 # MODEL_DIR defaults to /work/bench-data/llama3 (make one with
 # `cargo run --release --example gen-fixtures -- --llama3 DIR`). Each run is
 # a fresh process with a warm page cache; reads and commands alternate, so
@@ -49,20 +52,28 @@ timed() {
 }
 
 printf '%-22s %7s %9s %7s %11s %7s %12s\n' run passes median-ms read-ms budget-ms ratio rss-anon-kb
-for mode in "" "--no-reachable" "--matrix head" "--matrix embed"; do
+# One row: "$1" is the binary, "$2" the label prefix, "$3" the mode.
+row() {
+    local bin=$1 label=$2 mode=$3 passes reads=() runs=() peaks=() ms peak
     # shellcheck disable=SC2086 # $mode is zero, one or two words
-    passes=$("$EMB" --json -q undertrained "$MODEL" $mode --top 0 | grep -o '"passes": *[0-9]*' | grep -o '[0-9]*$')
-    reads=() runs=() peaks=()
+    passes=$("$bin" --json -q undertrained "$MODEL" $mode --top 0 | grep -o '"passes": *[0-9]*' | grep -o '[0-9]*$')
     for _ in $(seq "$RUNS"); do
         reads+=("$("$KERNEL" read "$SHARD" lm_head.weight | sed 's/.* ms=\([0-9.]*\).*/\1/')")
         # shellcheck disable=SC2086
-        read -r ms peak < <(timed "$EMB" -q --no-progress undertrained "$MODEL" $mode)
+        read -r ms peak < <(timed "$bin" -q --no-progress undertrained "$MODEL" $mode)
         runs+=("$ms") peaks+=("$peak")
     done
     read_ms=$(printf '%s\n' "${reads[@]}" | median)
     run_ms=$(printf '%s\n' "${runs[@]}" | median)
     budget=$(awk -v r="$read_ms" -v p="$passes" 'BEGIN {printf "%.0f", r * (p + 1)}')
-    printf '%-22s %7s %9s %7.0f %11s %7.2f %12s\n' "${mode:-default}" "$passes" "$run_ms" \
+    printf '%-22s %7s %9s %7.0f %11s %7.2f %12s\n' "$label${mode:-default}" "$passes" "$run_ms" \
         "$read_ms" "$budget" "$(awk -v a="$run_ms" -v b="$budget" 'BEGIN {print a / b}')" \
         "$(printf '%s\n' "${peaks[@]}" | sort -n | tail -1)"
+}
+
+for mode in "" "--no-reachable" "--matrix head" "--matrix embed"; do
+    row "$EMB" "" "$mode"
+    if [ -n "${BASE:-}" ]; then
+        row "$BASE" "base " "$mode"
+    fi
 done

@@ -104,12 +104,12 @@ pub enum Command {
     ///
     /// Indicators per row: on the head (the embedding when tied), the cosine
     /// to the mean of the reference rows after removing the matrix's first
-    /// principal component (found by power iteration, one streaming pass per
-    /// iteration); on the embedding, the L2 norm and the distance to the
-    /// reference mean. The reference rows are known-untrained ones:
-    /// reserved placeholders (`[unused3]`, `<unused3>`,
-    /// `<|reserved_special_token_3|>`) and rows no token reaches, or the ids
-    /// given with --reference.
+    /// principal component (found by power iteration over 4,096 evenly
+    /// spaced rows, then one streaming pass scores every row); on the
+    /// embedding, the L2 norm and the distance to the reference mean. The
+    /// reference rows are known-untrained ones: reserved placeholders
+    /// (`[unused3]`, `<unused3>`, `<|reserved_special_token_3|>`) and rows
+    /// no token reaches, or the ids given with --reference.
     ///
     /// Combined rank: each indicator becomes a robust z-score (distance from
     /// the median of all rows in units of 1.4826 x the median absolute
@@ -145,9 +145,10 @@ pub struct UndertrainedArgs {
     /// reaches), or ids and inclusive ranges such as `100-200,5`.
     #[arg(long, default_value = "auto", value_name = "IDS|auto")]
     pub reference: String,
-    /// Skip testing whether each listed token's own text encodes to it:
-    /// the test builds the full tokenizer (about 0.6 s and 190 MiB for a
-    /// Llama-3-size tokenizer).
+    /// Skip testing whether each listed token's own text encodes to it.
+    /// For a BPE tokenizer.json the test builds a tokenizer cut down to the
+    /// listed tokens' substrings (a parse of the file); for other
+    /// tokenizers, the full one (about 0.5 s for a Llama-3-size one).
     #[arg(long)]
     pub no_reachable: bool,
 }

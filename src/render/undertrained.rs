@@ -124,9 +124,13 @@ impl Human for UndertrainedReport {
             "reference     {} rows ({origin})",
             count(r.rows as u64)
         );
-        let component = match self.component_passes {
+        let component = match self.component_rows {
             0 => String::new(),
-            n => format!(", {n} of them for the head's first principal component"),
+            n => format!(
+                ", the head's first principal component from {} sampled rows in {} iterations",
+                count(n as u64),
+                self.component_iterations
+            ),
         };
         let _ = writeln!(
             out,

@@ -112,13 +112,18 @@ impl Vocab {
     /// continuation (which never starts a text), an empty entry, or text
     /// the tokenizer cannot encode.
     pub fn reaches_itself(&self, id: u32) -> Option<bool> {
+        let ids = self.encode(&self.own_text(id)?, false).ok()?;
+        Some(ids == [id])
+    }
+
+    /// The text [`Vocab::reaches_itself`] encodes for `id`, when the
+    /// question applies.
+    pub fn own_text(&self, id: u32) -> Option<String> {
         let text = self.text(id)?;
         if text.continuation || text.lone_byte || text.bytes.is_empty() {
             return None;
         }
-        let s = std::str::from_utf8(&text.bytes).ok()?;
-        let ids = self.encode(s, false).ok()?;
-        Some(ids == [id])
+        String::from_utf8(text.bytes).ok()
     }
 }
 

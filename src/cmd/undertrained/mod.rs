@@ -5,8 +5,9 @@
 //! - head (the unembedding; the embedding itself when tied): the cosine
 //!   between the row and the mean of the reference rows, both with the first
 //!   principal component of the matrix removed (the component, of the
-//!   mean-centred rows, is found by power iteration: one streaming pass per
-//!   iteration, see `pass`);
+//!   mean-centred rows, is found by power iteration over an evenly strided
+//!   sample of rows, see `component`, then one streaming pass scores every
+//!   row, see `pass`);
 //! - embedding: the L2 norm, and the Euclidean distance to the reference mean.
 //!
 //! Each indicator that applies becomes an oriented robust z-score and the
@@ -14,8 +15,10 @@
 //! embedding distance with a reference set, the norms without one. Rows are
 //! ranked by it; a row is a strong candidate at [`score::STRONG`] or more.
 
+mod component;
 mod kernel;
 mod pass;
+mod reach;
 mod reference;
 mod score;
 
@@ -30,7 +33,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::vocab::{TokenKind, Vocab};
-use pass::Analysis;
+use pass::RowSums;
 use score::Direction;
 
 /// Bins of the score histogram.
@@ -109,10 +112,12 @@ pub struct UndertrainedReport {
     pub reference: ReferenceSummary,
     /// The indicators the combined score averages.
     pub indicators: Vec<&'static str>,
-    /// Streaming passes over the matrices, in total.
+    /// Streaming passes over the matrices, in total (one per matrix).
     pub passes: usize,
-    /// Of those, power-iteration passes for the head's principal component.
-    pub component_passes: usize,
+    /// Rows sampled for the head's principal component (0: none computed).
+    pub component_rows: usize,
+    /// Power iterations over that sample.
+    pub component_iterations: usize,
     /// The strong-candidate threshold on the combined score.
     pub threshold: f64,
     /// Rows at or above the threshold.
@@ -158,24 +163,21 @@ fn sq(v: &[f32]) -> f64 {
     v.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
 }
 
-fn norms(a: &Analysis) -> Vec<f32> {
-    a.rows.sq.iter().map(|&s| s.sqrt()).collect()
+fn norms(a: &RowSums) -> Vec<f32> {
+    a.sq.iter().map(|&s| s.sqrt()).collect()
 }
 
-fn distances(a: &Analysis, mean: &[f32]) -> Vec<f32> {
+fn distances(a: &RowSums, mean: &[f32]) -> Vec<f32> {
     let mm = sq(mean);
-    a.rows
-        .sq
-        .iter()
-        .zip(&a.rows.dot_ref)
+    a.sq.iter()
+        .zip(&a.dot_ref)
         .map(|(&s, &d)| (f64::from(s) - 2.0 * f64::from(d) + mm).max(0.0).sqrt() as f32)
         .collect()
 }
 
 /// Cosines to the reference mean with the component removed from both;
 /// `None` when the mean lies along the component (nothing is left).
-fn cosines(a: &Analysis, mean: &[f32]) -> Option<Vec<f32>> {
-    let pc = a.pc.as_ref()?;
+fn cosines(r: &RowSums, pc: &[f32], mean: &[f32]) -> Option<Vec<f32>> {
     let mc: f64 = mean
         .iter()
         .zip(pc)
@@ -187,7 +189,6 @@ fn cosines(a: &Analysis, mean: &[f32]) -> Option<Vec<f32>> {
         return None;
     }
     let rest = rest.sqrt();
-    let r = &a.rows;
     Some(
         (0..r.sq.len())
             .map(|i| {
@@ -256,24 +257,32 @@ pub fn run(
             _ => "no reference rows (no reserved placeholder entries, and a token reaches every row): scores use the row norms only; give known-untrained ids with --reference".to_string(),
         });
     }
-    let measured = std::thread::scope(|s| {
-        // The reachability test builds the full tokenizer (a fixed cost of
-        // about half a second for Llama 3's): build it alongside the passes.
-        if let Some(v) = vocab.filter(|_| req.reachability && req.top > 0) {
+    let reach_vocab = vocab.filter(|_| req.reachability && req.top > 0);
+    let source = reach_vocab
+        .filter(|v| reach::cuts_down(v))
+        .and_then(|v| std::fs::read(v.file()).ok());
+    let (measured, parsed) = std::thread::scope(|s| {
+        // The reachability test's tokenizer file is parsed (for a cut-down
+        // tokenizer, see `reach`), or else the full tokenizer built (a
+        // fixed cost), alongside the passes.
+        let parsed = source.as_deref().map(|b| s.spawn(move || reach::parse(b)));
+        if let Some(v) = reach_vocab.filter(|v| !reach::cuts_down(v)) {
             s.spawn(move || v.encode("", false).ok());
         }
-        measure(
+        let measured = measure(
             head.as_ref(),
             embed.as_ref(),
             tied,
             &reference.ids,
             req.progress,
-        )
+        );
+        (measured, parsed.and_then(|h| h.join().ok().flatten()))
     });
     let Measured {
         ind,
         passes,
-        component_passes,
+        component_rows,
+        component_iterations,
     } = measured;
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
     let (indicators, zs) = scored_indicators(&ind);
@@ -298,6 +307,10 @@ pub fn run(
     }
     order.truncate(top);
     order.sort_by(by_score);
+    let reachable = match vocab.filter(|_| req.reachability) {
+        Some(v) => reach::reachable(v, &order, parsed.as_ref()),
+        None => Vec::new(),
+    };
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
     let candidates = order
         .iter()
@@ -308,9 +321,7 @@ pub fn run(
             token: vocab.and_then(|v| v.readable(id)),
             kind: vocab.and_then(|v| v.kind(id)),
             reference: in_ref(id),
-            reachable: vocab
-                .filter(|_| req.reachability)
-                .and_then(|v| v.reaches_itself(id)),
+            reachable: reachable.get(rank).copied().flatten(),
             score: scores[id as usize],
             strong: scores[id as usize] >= STRONG,
             head_cosine: pick(&ind.head_cosine, id),
@@ -335,7 +346,8 @@ pub fn run(
         },
         indicators,
         passes,
-        component_passes,
+        component_rows,
+        component_iterations,
         threshold: STRONG,
         strong: strong_ids.len(),
         strong_outside_reference: strong_ids.iter().filter(|&&i| !in_ref(i)).count(),
@@ -350,11 +362,13 @@ pub fn run(
 struct Measured {
     ind: Indicators,
     passes: usize,
-    component_passes: usize,
+    component_rows: usize,
+    component_iterations: usize,
 }
 
-/// Streams the matrices: the head with its principal component (when there
-/// are reference rows), the embedding once unless it is the tied head.
+/// Streams the matrices, once each: the head against its principal
+/// component (from a row sample, when there are reference rows), the
+/// embedding unless it is the tied head.
 fn measure(
     head: Option<&Matrix>,
     embed: Option<&Matrix>,
@@ -362,26 +376,35 @@ fn measure(
     reference: &[u32],
     progress: bool,
 ) -> Measured {
-    let bar = |m: &Matrix, pass: usize| {
+    let bar = |m: &Matrix| {
         Progress::new(
             progress,
             m.rows() as u64,
-            &format!("undertrained: `{}` pass {pass}", m.name()),
+            &format!("undertrained: `{}`", m.name()),
         )
     };
     let mut ind = Indicators::default();
-    let (mut passes, mut component_passes) = (0, 0);
+    let mut out = Measured {
+        ind: Indicators::default(),
+        passes: 0,
+        component_rows: 0,
+        component_iterations: 0,
+    };
     if let Some(h) = head {
         let mean = mean_of(h, reference);
-        let a = match &mean {
-            Some(mean) => pass::with_component(h, mean, |k| bar(h, k)),
-            None => pass::sums(h, None, &bar(h, 1)),
-        };
-        passes += a.passes;
-        if a.pc.is_some() {
-            component_passes = a.passes;
+        let pc = mean
+            .as_ref()
+            .map(|_| component::sampled(h, component::SAMPLE_ROWS));
+        if let Some(c) = &pc {
+            (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
         }
-        ind.head_cosine = mean.as_ref().and_then(|m| cosines(&a, m));
+        let pcv = pc.as_ref().map(|c| c.v.as_slice());
+        let a = pass::sums(h, mean.as_deref(), pcv, &bar(h));
+        out.passes += 1;
+        ind.head_cosine = mean
+            .as_ref()
+            .zip(pcv)
+            .and_then(|(m, pc)| cosines(&a, pc, m));
         if tied {
             ind.embed_norm = Some(norms(&a));
             ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
@@ -391,16 +414,13 @@ fn measure(
     }
     if let Some(e) = embed.filter(|_| !tied) {
         let mean = mean_of(e, reference);
-        let a = pass::sums(e, mean.as_deref(), &bar(e, 1));
-        passes += a.passes;
+        let a = pass::sums(e, mean.as_deref(), None, &bar(e));
+        out.passes += 1;
         ind.embed_norm = Some(norms(&a));
         ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
     }
-    Measured {
-        ind,
-        passes,
-        component_passes,
-    }
+    out.ind = ind;
+    out
 }
 
 /// A note when the head has reference rows but no cosine indicator.

@@ -1,0 +1,297 @@
+//! The first principal component of a matrix's rows (mean-centred), from
+//! an evenly strided sample of them: power iteration in memory-mapped
+//! place over the sample, so the full matrix is read only once afterwards
+//! (by `pass`) to score every row against it.
+//!
+//! The sample is [`SAMPLE_ROWS`] rows, every `⌈rows / SAMPLE_ROWS⌉`-th
+//! (all rows of a smaller matrix, where the component is exact): 1/32 of
+//! Llama 3's head, so the at most [`MAX_ITERATIONS`] sweeps cost about
+//! half a read of it. Each iteration reads the sample once for `Sᵀ(S v)`,
+//! accumulated in f32 within a chunk of rows and f64 across chunks, on all
+//! cores; BF16 rows are decoded in registers (see `kernel`), nothing the
+//! size of the sample is copied. A component with a spectral gap is found
+//! to within a fraction of a degree by the sample (tested below); without
+//! a gap there is no single direction to find and the iteration stops at
+//! [`MAX_ITERATIONS`].
+
+use rayon::prelude::*;
+
+use crate::dtype::Dtype;
+use crate::matrix::Matrix;
+
+use super::kernel::{Bf16, Row, axpy, dot1, dot3, prefetch};
+use super::pass::has_avx512;
+
+/// Rows sampled (evenly spaced) for the component.
+pub(crate) const SAMPLE_ROWS: usize = 4096;
+/// Most power iterations over the sample.
+pub(crate) const MAX_ITERATIONS: usize = 16;
+/// Convergence: `1 - v_next · v` below this ends the iteration (an angle
+/// of about 0.1°).
+const TOLERANCE: f64 = 2e-6;
+/// Sample rows per task of a sweep.
+const CHUNK: usize = 64;
+
+/// The component and how it was found.
+#[derive(Debug)]
+pub(crate) struct Component {
+    /// Unit vector (up to sign): a unit axis when the sample has no spread.
+    pub v: Vec<f32>,
+    /// Finite rows in the sample.
+    pub rows: usize,
+    /// Power iterations made.
+    pub iterations: usize,
+}
+
+/// One worker's share of a sweep.
+struct Acc {
+    /// This chunk's sum, in f32.
+    chunk: Vec<f32>,
+    /// The sum over finished chunks.
+    total: Vec<f64>,
+    /// The finite rows seen (first sweep).
+    finite: Vec<usize>,
+    buf: Vec<f32>,
+}
+
+/// Adds `y · r` for one row into `acc`, where `y = r·v`, or 1 when there
+/// is no `v` (then only finite rows count, and are listed in `finite`).
+#[inline(always)]
+fn row_work<const FMA: bool>(
+    r: impl Row,
+    i: usize,
+    v: Option<&[f32]>,
+    zeros: &[f32],
+    acc: &mut Acc,
+) {
+    match v {
+        Some(v) => axpy::<FMA>(&mut acc.chunk, dot1::<FMA>(r, v), r),
+        None => {
+            if dot3::<FMA>(r, zeros, zeros)[0].is_finite() {
+                axpy::<FMA>(&mut acc.chunk, 1.0, r);
+                acc.finite.push(i);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn chunk_body<const FMA: bool>(
+    m: &Matrix,
+    ids: &[usize],
+    v: Option<&[f32]>,
+    zeros: &[f32],
+    acc: &mut Acc,
+) {
+    acc.chunk.fill(0.0);
+    for (k, &i) in ids.iter().enumerate() {
+        if m.dtype() == Dtype::BF16 {
+            // The sample's rows are far apart: ask for the next one early.
+            prefetch(ids.get(k + 1).map(|&next| m.row_bytes(next)));
+            row_work::<FMA>(Bf16(m.row_bytes(i)), i, v, zeros, acc);
+        } else {
+            let mut buf = std::mem::take(&mut acc.buf);
+            buf.resize(m.cols(), 0.0);
+            m.block_into(i..i + 1, &mut buf);
+            row_work::<FMA>(buf.as_slice(), i, v, zeros, acc);
+            acc.buf = buf;
+        }
+    }
+    for (t, c) in acc.total.iter_mut().zip(&acc.chunk) {
+        *t += f64::from(*c);
+    }
+}
+
+/// [`chunk_body`] compiled for AVX-512, with fused multiply-adds.
+///
+/// # Safety
+/// The CPU must have AVX-512F (which implies FMA).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn chunk_avx512(m: &Matrix, ids: &[usize], v: Option<&[f32]>, z: &[f32], acc: &mut Acc) {
+    chunk_body::<true>(m, ids, v, z, acc);
+}
+
+/// `Σ r (r·v)` over the rows `ids` of `m`, or without `v` the sum of the
+/// finite ones and which they are (sorted).
+fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> (Vec<f64>, Vec<usize>) {
+    let cols = m.cols();
+    let zeros = vec![0.0; cols];
+    let acc = ids
+        .par_chunks(CHUNK)
+        .fold(
+            || Acc {
+                chunk: vec![0.0; cols],
+                total: vec![0.0; cols],
+                finite: Vec::new(),
+                buf: Vec::new(),
+            },
+            |mut acc, chunk| {
+                #[cfg(target_arch = "x86_64")]
+                if wide {
+                    // SAFETY: `wide` is only true when the CPU has AVX-512F.
+                    unsafe { chunk_avx512(m, chunk, v, &zeros, &mut acc) };
+                    return acc;
+                }
+                let _ = wide;
+                chunk_body::<false>(m, chunk, v, &zeros, &mut acc);
+                acc
+            },
+        )
+        .reduce_with(|mut a, b| {
+            a.total.iter_mut().zip(&b.total).for_each(|(x, y)| *x += y);
+            a.finite.extend(b.finite);
+            a
+        });
+    match acc {
+        Some(mut acc) => {
+            acc.finite.sort_unstable();
+            (acc.total, acc.finite)
+        }
+        None => (vec![0.0; cols], Vec::new()),
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `v / |v|`, or `None` for a zero or non-finite vector.
+fn unit(v: &[f64]) -> Option<Vec<f64>> {
+    let n = dot(v, v).sqrt();
+    (n > 0.0 && n.is_finite()).then(|| v.iter().map(|x| x / n).collect())
+}
+
+/// The first principal component of the mean-centred rows of `m`, by
+/// power iteration over `sample` evenly spaced rows (all when fewer).
+pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
+    let (rows, cols) = (m.rows(), m.cols());
+    let wide = has_avx512();
+    let step = rows.div_ceil(sample.max(1)).max(1);
+    let ids: Vec<usize> = (0..rows).step_by(step).collect();
+    let (sum, ids) = sweep(wide, m, &ids, None);
+    let n = ids.len() as f64;
+    let mut axis = vec![0.0; cols];
+    axis[0] = 1.0;
+    let done = |v: Vec<f64>, iterations| Component {
+        v: v.iter().map(|&x| x as f32).collect(),
+        rows: ids.len(),
+        iterations,
+    };
+    let mean: Vec<f64> = sum.iter().map(|s| s / n.max(1.0)).collect();
+    // Start from a fixed mix of all axes, not one the rows may miss.
+    let start: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+    let mut v = unit(&start).unwrap_or(axis.clone());
+    for it in 1..=MAX_ITERATIONS {
+        if ids.is_empty() {
+            return done(axis, 0);
+        }
+        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        let (mtmv, _) = sweep(wide, m, &ids, Some(&v32));
+        let mv = dot(&mean, &v);
+        // C v = Σ r (r·v) / n − μ (μ·v): the covariance times v.
+        let w: Vec<f64> = (0..cols).map(|j| mtmv[j] / n - mean[j] * mv).collect();
+        let Some(mut u) = unit(&w) else {
+            return done(axis, it);
+        };
+        // Keep the sign steady so successive estimates compare.
+        if dot(&u, &v) < 0.0 {
+            u.iter_mut().for_each(|x| *x = -*x);
+        }
+        let converged = 1.0 - dot(&u, &v) < TOLERANCE;
+        v = u;
+        if converged {
+            return done(v, it);
+        }
+    }
+    done(v, MAX_ITERATIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_matrix(values: &[f32], rows: usize, cols: usize) -> Vec<u8> {
+        assert_eq!(values.len(), rows * cols);
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// A small deterministic pseudo-random value in [-0.5, 0.5).
+    fn noise(i: usize) -> f32 {
+        // The splitmix64 finaliser.
+        let mut x = (i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+
+    #[test]
+    fn component_of_a_known_spread() {
+        // Rows spread along (3, 4, 0)/5 around an offset, with a little
+        // noise across: the component is that axis (up to sign).
+        let (rows, cols) = (300, 3);
+        let mut values = Vec::new();
+        for i in 0..rows {
+            let t = (i as f32 - 150.0) / 10.0;
+            values.extend([5.0 + 0.6 * t, -2.0 + 0.8 * t, 1.0 + noise(i) / 10.0]);
+        }
+        let bytes = f32_matrix(&values, rows, cols);
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+        let c = sampled(&m, SAMPLE_ROWS);
+        let along = (c.v[0] * 0.6 + c.v[1] * 0.8).abs();
+        assert!(along > 0.9999, "{:?}", c.v);
+        assert_eq!(c.rows, rows);
+        assert!(c.iterations <= 10, "{} iterations", c.iterations);
+    }
+
+    #[test]
+    fn sampled_component_agrees_with_the_full_one() {
+        // 40,000 BF16 rows of 64 values: noise of spread 1 in every axis
+        // plus a spread of 3 along a fixed direction (a spectral gap of
+        // 9 : 1 in variance), around an offset, and a few NaN rows. The
+        // component from 4,096 of them agrees with the one from all.
+        let (rows, cols) = (40_000, 64);
+        let dir: Vec<f32> = (0..cols).map(|j| 1.0 + (j % 5) as f32).collect();
+        let len = dir.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let mut values = Vec::with_capacity(rows * cols);
+        for i in 0..rows {
+            let t = 3.0 * 3.4 * noise(i * 7919 + 1);
+            for (j, d) in dir.iter().enumerate() {
+                let e = 3.4 * noise(i * cols + j);
+                values.push(if i % 997 == 5 {
+                    f32::NAN
+                } else {
+                    0.5 + e + t * d / len
+                });
+            }
+        }
+        let bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+            .collect();
+        let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+        let full = sampled(&m, rows);
+        let part = sampled(&m, SAMPLE_ROWS);
+        assert_eq!(full.rows, rows - rows.div_ceil(997));
+        // Every 10th row (⌈40,000 / 4,096⌉), the NaN ones left out.
+        let finite = (0..rows).step_by(10).filter(|i| i % 997 != 5).count();
+        assert_eq!(part.rows, finite);
+        let cos: f32 = full.v.iter().zip(&part.v).map(|(a, b)| a * b).sum();
+        assert!(cos.abs() > 0.99, "cosine {cos}");
+        let truth: f32 = full.v.iter().zip(&dir).map(|(a, b)| a * b / len).sum();
+        assert!(
+            truth.abs() > 0.99,
+            "cosine to the planted direction {truth}"
+        );
+    }
+
+    #[test]
+    fn no_finite_rows_give_an_axis() {
+        let values = [f32::NAN; 6];
+        let bytes = f32_matrix(&values, 3, 2);
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[3, 2]).unwrap();
+        let c = sampled(&m, SAMPLE_ROWS);
+        assert_eq!((c.v, c.rows, c.iterations), (vec![1.0, 0.0], 0, 0));
+    }
+}
