@@ -13,6 +13,7 @@ use super::header::UNREACHABLE_CODES;
 use super::rows;
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::cmd::undertrained::median;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::render::bytes;
@@ -107,19 +108,6 @@ pub(crate) fn scan(m: &Matrix, progress: &Progress) -> Stats {
         stats.hashes.extend(hashes);
     }
     stats
-}
-
-/// The median of `v` (non-empty), reordering it.
-fn median(v: &mut [f64]) -> f64 {
-    let mid = v.len() / 2;
-    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
-    let hi = *m;
-    if v.len().is_multiple_of(2) {
-        let lo = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lo + hi) / 2.0
-    } else {
-        hi
-    }
 }
 
 /// Outliers among positive finite norms `(id, norm)`: ids whose log-norm

@@ -25,6 +25,7 @@ mod score;
 use serde::Serialize;
 
 pub use reference::ReferenceSpec;
+pub(crate) use score::median;
 pub use score::{Histogram, STRONG};
 
 use crate::Result;

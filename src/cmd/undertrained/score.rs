@@ -25,7 +25,7 @@ pub(crate) enum Direction {
 }
 
 /// The median of `v` (non-empty), reordering it.
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     let mid = v.len() / 2;
     let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
     let hi = *m;
