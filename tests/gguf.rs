@@ -9,7 +9,7 @@ use candle_core::Device;
 use candle_core::quantized::gguf_file::Content;
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, json, text};
+use crate::common::{cosine_top_k, embscope, fails, fixture, json, text};
 use crate::regenerate::gguf as gguf_gen;
 
 /// (fixture, dtype of token_embd, rows, hidden, head dtype when stored).
@@ -252,28 +252,6 @@ fn lookup_dequantizes_rows_like_candle() {
     );
 }
 
-/// Cosine top-k over candle's dequantized rows, in f64, without the query.
-fn reference(rows: &[Vec<f32>], query: usize, k: usize) -> Vec<(u64, f64)> {
-    let norm = |r: &[f32]| r.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
-    let q = &rows[query];
-    let mut scored: Vec<(u64, f64)> = rows
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != query)
-        .map(|(i, r)| {
-            let dot: f64 = r
-                .iter()
-                .zip(q)
-                .map(|(&a, &b)| f64::from(a) * f64::from(b))
-                .sum();
-            (i as u64, dot / (norm(r) * norm(q)))
-        })
-        .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored.truncate(k);
-    scored
-}
-
 #[test]
 fn neighbors_on_quantized_matrices_match_the_dequantized_f32_matrix() {
     for (rel, matrix, name, query) in [
@@ -300,7 +278,11 @@ fn neighbors_on_quantized_matrices_match_the_dequantized_f32_matrix() {
         ("gguf/llama-f32-untied.gguf", "head", "output.weight", 42),
     ] {
         let rows = candle_rows(rel, name);
-        let want = reference(&rows, query, 10);
+        let rows: Vec<Vec<f64>> = rows
+            .iter()
+            .map(|r| r.iter().map(|&x| f64::from(x)).collect())
+            .collect();
+        let want = cosine_top_k(&rows, query, 10);
         let v = json(&[
             "neighbors",
             &fixture(rel),

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, fixture_copy, json, write_f32_embedding};
+use crate::common::{
+    cosine_top_k, embscope, fails, fixture, fixture_copy, json, write_f32_embedding,
+};
 
 fn ids(answer: &Value) -> Vec<u64> {
     answer["results"]
@@ -75,22 +77,7 @@ fn reference(model: &str, query: usize, k: usize) -> Vec<(u64, f64)> {
                 .collect()
         })
         .collect();
-    let norm = |r: &[f64]| r.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let q = &rows[query];
-    let mut scored: Vec<(u64, f64)> = rows
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != query)
-        .map(|(i, r)| {
-            (
-                i as u64,
-                r.iter().zip(q).map(|(a, b)| a * b).sum::<f64>() / (norm(r) * norm(q)),
-            )
-        })
-        .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored.truncate(k);
-    scored
+    cosine_top_k(&rows, query, k)
 }
 
 #[test]
