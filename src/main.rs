@@ -85,16 +85,26 @@ fn open(model: &str, cli: &Cli) -> Result<(Checkpoint, Roles), Stop> {
 /// given for a path, where it means nothing.
 fn open_checkpoint(model: &str, cli: &Cli) -> Result<Checkpoint, Stop> {
     let revision = cli.global.revision.as_deref();
-    if revision.is_some() && std::path::Path::new(model).exists() && !cli.global.quiet {
-        eprintln!("note: --revision applies to Hub ids only; ignored for {model}");
+    if revision.is_some() && std::path::Path::new(model).exists() {
+        print_notes(
+            cli,
+            &[format!(
+                "--revision applies to Hub ids only; ignored for {model}"
+            )],
+        );
     }
     let sources = locate(model, revision.unwrap_or("main"))?;
+    print_notes(cli, &sources.notes);
+    Ok(Checkpoint::open_located(model, sources)?)
+}
+
+/// Prints `notes` on stderr, one `note: …` line each, unless `--quiet`.
+fn print_notes(cli: &Cli, notes: &[String]) {
     if !cli.global.quiet {
-        for note in &sources.notes {
+        for note in notes {
             eprintln!("note: {note}");
         }
     }
-    Ok(Checkpoint::open_located(model, sources)?)
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
@@ -207,14 +217,10 @@ fn neighbors(cli: &Cli, args: &NeighborsArgs) -> Result<(), Stop> {
             Ok(report)
         })?
     };
-    if !cli.global.quiet {
-        for note in &report.notes {
-            eprintln!("note: {note}");
-        }
-        if cli.global.verbose {
-            let kernel = &report.kernel;
-            eprintln!("kernel: {} ({})", kernel.name, kernel.reason);
-        }
+    print_notes(cli, &report.notes);
+    if cli.global.verbose && !cli.global.quiet {
+        let kernel = &report.kernel;
+        eprintln!("kernel: {} ({})", kernel.name, kernel.reason);
     }
     render::emit(&report, cli.global.json, &Style::detect(cli.global.color))?;
     Ok(())
@@ -269,11 +275,7 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
     let (ckpt, roles) = open(&args.model, cli)?;
     let vocab = load_vocab(&ckpt)?;
     let report = undertrained::run(&ckpt, &roles, vocab.as_ref(), &req)?;
-    if !cli.global.quiet {
-        for note in &report.notes {
-            eprintln!("note: {note}");
-        }
-    }
+    print_notes(cli, &report.notes);
     render::emit(&report, cli.global.json, &Style::detect(cli.global.color))?;
     Ok(())
 }
