@@ -7,7 +7,7 @@ use std::fmt::Write;
 use anstyle::AnsiColor;
 use serde_json::Value;
 
-use super::{Human, Style};
+use super::{Human, Style, plural};
 use crate::cmd::check::{CheckReport, Finding, Severity};
 
 fn severity(style: &Style, s: Severity) -> String {
@@ -88,10 +88,6 @@ fn item(v: &Value) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// One finding: severity, code and message on a line, its listed
 /// evidence indented below.
 fn finding(out: &mut String, style: &Style, f: &Finding) {
@@ -170,9 +166,9 @@ impl Human for CheckReport {
             out,
             "{}: {}, {}, {}",
             style.bold(&self.model),
-            plural(c.error, "error", "errors"),
-            plural(c.warn, "warning", "warnings"),
-            plural(c.info, "note", "notes"),
+            plural(c.error, "error"),
+            plural(c.warn, "warning"),
+            plural(c.info, "note"),
         );
         out
     }
