@@ -25,6 +25,8 @@ mod choose;
 mod kernels;
 mod shortlist;
 #[cfg(target_arch = "x86_64")]
+mod vnni;
+#[cfg(target_arch = "x86_64")]
 mod x86;
 
 use rayon::prelude::*;
@@ -142,6 +144,12 @@ fn search(
             |mut w, b| {
                 let range = b * block_rows..((b + 1) * block_rows).min(rows);
                 let n = range.len();
+                #[cfg(target_arch = "x86_64")]
+                if let Some(v) = prepared.vnni() {
+                    v.scan_block(m, range, &mut w.scratch.vnni, &scorer, mask, &mut w.lists);
+                    progress.inc(n as u64);
+                    return w;
+                }
                 w.dots.resize(n * nq, 0.0);
                 w.norms.resize(n, 0.0);
                 let norms = Some(&mut w.norms[..]);
@@ -219,7 +227,7 @@ fn norm(v: &[f32]) -> f64 {
 
 /// One worker's buffers and its per-query shortlists.
 struct Worker {
-    scratch: Vec<f32>,
+    scratch: kernels::Scratch,
     norms: Vec<f32>,
     dots: Vec<f32>,
     lists: Vec<Shortlist>,
@@ -228,7 +236,7 @@ struct Worker {
 impl Worker {
     fn new(nq: usize, k: usize) -> Self {
         Worker {
-            scratch: Vec::new(),
+            scratch: kernels::Scratch::default(),
             norms: Vec::new(),
             dots: Vec::new(),
             lists: (0..nq).map(|_| Shortlist::new(k)).collect(),

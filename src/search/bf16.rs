@@ -250,3 +250,24 @@ fn tile<const R: usize, const Q: usize, const LO: bool>(
         }
     }
 }
+
+/// Query `q`'s dot product with one stored BF16 row, exactly as
+/// [`block_bf16`] computes it (`row` holds `cols` values).
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+pub(super) fn dot_one(row: &[u8], cols: usize, queries: &Halves, q: usize) -> f32 {
+    let span = q * cols..(q + 1) * cols;
+    let t = Shared {
+        block: row,
+        cols,
+        hi: &queries.hi[span.clone()],
+        lo: &queries.lo[span],
+        nq: 1,
+    };
+    let mut dot = [0.0];
+    if queries.exact[q] {
+        tile::<1, 1, false>(&t, 0, 0, &mut dot);
+    } else {
+        tile::<1, 1, true>(&t, 0, 0, &mut dot);
+    }
+    dot[0]
+}

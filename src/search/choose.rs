@@ -22,12 +22,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::kernels::{Kernel, Queries};
+use super::kernels::{Kernel, Queries, Scratch};
 use crate::matrix::Matrix;
 use crate::{Error, Result};
 
 /// The CPU features `EMBSCOPE_CPU_MASK` can hide.
-const FEATURES: [&str; 4] = ["avx2", "avx512", "avx512bf16", "amx"];
+const FEATURES: [&str; 5] = ["avx2", "avx512", "avx512bf16", "amx", "avx512vnni"];
 
 /// Matrices smaller than this are not worth measuring: the widest
 /// contender runs.
@@ -177,7 +177,8 @@ pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, Kerne
 /// `rows` rows of `m`, after one untimed run (which faults the pages in).
 fn measure(m: &Matrix, rows: usize, prepared: &[Queries]) -> Vec<Duration> {
     let nq = prepared[0].len();
-    let (mut scratch, mut norms, mut dots) = (Vec::new(), vec![0.0; rows], vec![0.0; rows * nq]);
+    let (mut scratch, mut norms, mut dots) =
+        (Scratch::default(), vec![0.0; rows], vec![0.0; rows * nq]);
     // In the kernel's own blocks, as the scan runs it.
     let mut run = |q: &Queries| {
         let step = super::block_rows(m, q.block_bytes());

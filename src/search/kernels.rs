@@ -30,11 +30,23 @@ pub(super) enum Kernel {
     /// columns are a multiple of 32; other rows use AVX-512 BF16).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     Amx,
+    /// An AVX512-VNNI int8 first pass on each block, quantized once for
+    /// all queries, refined with AVX-512 BF16 where its bound reaches the
+    /// top k (BF16 matrices only; see `vnni`).
+    #[cfg(target_arch = "x86_64")]
+    Avx512Vnni,
 }
 
 impl Kernel {
     /// Every kernel's name, as `EMBSCOPE_KERNEL` spells it, on any CPU.
-    pub(super) const NAMES: [&'static str; 5] = ["portable", "avx2", "avx512", "avx512bf16", "amx"];
+    pub(super) const NAMES: [&'static str; 6] = [
+        "portable",
+        "avx2",
+        "avx512",
+        "avx512bf16",
+        "amx",
+        "avx512vnni",
+    ];
 
     /// The kernel's name, as `EMBSCOPE_KERNEL` spells it.
     pub(super) fn name(self) -> &'static str {
@@ -48,6 +60,8 @@ impl Kernel {
             Kernel::Avx512Bf16 => "avx512bf16",
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             Kernel::Amx => "amx",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Vnni => "avx512vnni",
         }
     }
 
@@ -61,10 +75,10 @@ impl Kernel {
     }
 
     /// True for the kernels that read BF16 bytes with queries split into
-    /// BF16 halves (see `Halves`).
+    /// BF16 halves (see `Halves`; the VNNI kernel's refinement does).
     pub(super) fn reads_bf16(self) -> bool {
         #[cfg(target_arch = "x86_64")]
-        return self == Kernel::Avx512Bf16 || self.is_amx();
+        return self == Kernel::Avx512Bf16 || self == Kernel::Avx512Vnni || self.is_amx();
         #[cfg(not(target_arch = "x86_64"))]
         false
     }
@@ -88,8 +102,10 @@ impl Kernel {
             Kernel::Avx512 => lanes.max(super::x86::KC + cols.div_ceil(super::x86::KC) + 1),
             // Per 32-column chunk a lane adds 2 products of `hi` and 2 of
             // `lo`; then the 4-level tree.
+            // The VNNI kernel's scores that count are AVX-512 BF16 ones; its
+            // own row norms are summed at depth `cols / 64 + 6`, less.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512Bf16 => 4 * cols.div_ceil(32) + 4,
+            Kernel::Avx512Bf16 | Kernel::Avx512Vnni => 4 * cols.div_ceil(32) + 4,
             // A tile product adds its 32 columns' products in turn, for `hi`
             // then `lo`; the rows past the last tile pair take AVX-512 BF16.
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -116,6 +132,9 @@ impl Kernel {
             if dtype == Dtype::BF16 && super::amx::available() {
                 all.push(Kernel::Amx);
             }
+            if dtype == Dtype::BF16 && super::vnni::available() {
+                all.push(Kernel::Avx512Vnni);
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = dtype;
@@ -137,6 +156,9 @@ pub(super) struct Queries {
     /// The queries packed as AMX tiles.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     tiles: Option<super::amx::Packed>,
+    /// The queries quantized for the VNNI kernel.
+    #[cfg(target_arch = "x86_64")]
+    vnni: Option<super::vnni::Prepared>,
     /// The number of queries.
     nq: usize,
 }
@@ -159,12 +181,19 @@ impl Queries {
                 Kernel::Amx if !cols.is_multiple_of(super::amx::STEP) => Kernel::Avx512Bf16,
                 k => k,
             };
-            let bf16_bytes = kernel == Kernel::Avx512Bf16 || kernel.is_amx();
+            let kernel = match kernel {
+                Kernel::Avx512Vnni if cols == 0 || !super::vnni::fits(cols) => Kernel::Avx512Bf16,
+                k => k,
+            };
+            let bf16_bytes = kernel.reads_bf16();
             assert!(
                 !bf16_bytes || dtype == Dtype::BF16,
                 "the BF16 kernels read BF16 bytes"
             );
-            let halves = bf16_bytes.then(|| super::bf16::Halves::new(&flat, cols));
+            let vnni =
+                (kernel == Kernel::Avx512Vnni).then(|| super::vnni::Prepared::new(&flat, cols));
+            let halves =
+                (bf16_bytes && vnni.is_none()).then(|| super::bf16::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES)
                 .then(|| super::x86::Transposed::new(&flat, cols));
             Queries {
@@ -177,6 +206,7 @@ impl Queries {
                 f32: if bf16_bytes { Vec::new() } else { flat },
                 halves,
                 panels,
+                vnni,
                 nq,
             }
         }
@@ -194,6 +224,12 @@ impl Queries {
     /// The kernel these queries are laid out for.
     pub(super) fn kernel(&self) -> Kernel {
         self.kernel
+    }
+
+    /// The queries quantized for the VNNI kernel, when it runs.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn vnni(&self) -> Option<&super::vnni::Prepared> {
+        self.vnni.as_ref()
     }
 
     /// The number of queries.
@@ -215,17 +251,23 @@ impl Queries {
     }
 
     /// Fills `dots[i * nq + q]` with query `q` · row `rows.start + i`, and
-    /// `norms[i]` (when given) with the row's squared norm. `scratch` is a
-    /// reusable buffer for the f32 kernels.
+    /// `norms[i]` (when given) with the row's squared norm. `scratch` holds
+    /// reusable buffers. (The VNNI kernel gives its int8 approximations
+    /// here; its scan refines them, see `vnni`.)
     pub(super) fn score_block(
         &self,
         m: &Matrix,
         rows: Range<usize>,
-        scratch: &mut Vec<f32>,
+        scratch: &mut Scratch,
         norms: Option<&mut [f32]>,
         dots: &mut [f32],
     ) {
         let cols = m.cols();
+        #[cfg(target_arch = "x86_64")]
+        if let Some(v) = &self.vnni {
+            return v.approximate(m, rows, &mut scratch.vnni, norms, dots);
+        }
+        let scratch = &mut scratch.f32;
         #[cfg(target_arch = "x86_64")]
         if let Some(halves) = &self.halves {
             let bytes = m.block_bytes(rows);
@@ -261,6 +303,16 @@ impl Queries {
             },
         }
     }
+}
+
+/// A worker's reusable buffers for [`Queries::score_block`].
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// Rows converted to f32.
+    f32: Vec<f32>,
+    /// The VNNI kernel's buffers.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) vnni: super::vnni::Scratch,
 }
 
 /// The portable block arithmetic on f32 rows (`cols > 0`); inlined into

@@ -97,58 +97,113 @@ impl Scorer {
     /// [`rescore`]).
     #[inline]
     pub(super) fn offer(&self, id: u32, norm2: f32, dots: &[f32], lists: &mut [Shortlist]) {
+        let row = self.row(norm2);
+        for (q, list) in lists.iter_mut().enumerate() {
+            self.offer_one(&row, id, q, dots[q], list);
+        }
+    }
+
+    /// The bounds of a row whose kernel squared norm is `norm2`, shared by
+    /// all queries.
+    #[inline]
+    pub(super) fn row(&self, norm2: f32) -> RowBounds {
         let norm2 = f64::from(norm2);
         // Bounds on the exact norm from the kernel's squared norm.
         let up = ((norm2 + self.flush_n) / (1.0 - self.rel_norm)).sqrt() * (1.0 + SLACK);
         let low = ((norm2 - self.flush_n).max(0.0) / (1.0 + self.rel_norm)).sqrt();
+        let nr = norm2.sqrt();
+        let err_norm = (up - nr).max(nr - low);
+        let finite = norm2.is_finite();
+        let trusted = finite && nr > 0.0 && err_norm < 0.25 * nr;
+        let inv = if trusted { 1.0 / nr } else { 0.0 };
+        RowBounds {
+            finite,
+            trusted,
+            up,
+            inv,
+            err_norm,
+            // e = e_dot / (nr |q|) + err_norm / nr, split into the part
+            // that does not depend on the query and the part over |q|.
+            fixed: (self.rel * up + self.flush_sqrt_n + err_norm) * inv + SLACK,
+            per_q: (self.flush_sqrt_n * up + self.flush_n) * inv,
+        }
+    }
+
+    /// Offers `row` (bounds from [`Scorer::row`]) with kernel dot product
+    /// `dot` against query `q` to that query's shortlist.
+    #[inline]
+    pub(super) fn offer_one(
+        &self,
+        row: &RowBounds,
+        id: u32,
+        q: usize,
+        dot: f32,
+        list: &mut Shortlist,
+    ) {
         let unsure = |list: &mut Shortlist| list.offer(id, f64::NEG_INFINITY, f64::INFINITY);
-        if !norm2.is_finite() {
-            lists.iter_mut().for_each(unsure);
+        if !row.finite {
+            unsure(list);
             return;
         }
+        let a = f64::from(dot);
         match self.metric {
             Metric::Dot => {
-                for (q, list) in lists.iter_mut().enumerate() {
-                    let a = f64::from(dots[q]);
-                    if !a.is_finite() {
-                        unsure(list);
-                        continue;
-                    }
-                    let qn = self.q_norm[q];
-                    let e = self.rel * up * qn + self.flush_sqrt_n * (qn + up) + self.flush_n;
-                    let e = e + a.abs() * SLACK;
-                    if a + e >= list.tau {
-                        list.offer(id, a - e, a + e);
-                    }
+                if !a.is_finite() {
+                    unsure(list);
+                    return;
+                }
+                let (qn, up) = (self.q_norm[q], row.up);
+                let e = self.rel * up * qn + self.flush_sqrt_n * (qn + up) + self.flush_n;
+                let e = e + a.abs() * SLACK;
+                if a + e >= list.tau {
+                    list.offer(id, a - e, a + e);
                 }
             }
             Metric::Cosine => {
-                let nr = norm2.sqrt();
-                let err_norm = (up - nr).max(nr - low);
-                let trusted = nr > 0.0 && err_norm < 0.25 * nr;
-                let inv = if trusted { 1.0 / nr } else { 0.0 };
-                // e = e_dot / (nr |q|) + err_norm / nr, split into the part
-                // that does not depend on the query and the part over |q|.
-                let fixed = (self.rel * up + self.flush_sqrt_n + err_norm) * inv + SLACK;
-                let per_q = (self.flush_sqrt_n * up + self.flush_n) * inv;
-                for (q, list) in lists.iter_mut().enumerate() {
-                    let qi = self.q_inv[q];
-                    if qi == 0.0 {
-                        continue;
-                    }
-                    let a = f64::from(dots[q]) * inv * qi;
-                    if !trusted || !a.is_finite() {
-                        unsure(list);
-                        continue;
-                    }
-                    let e = fixed + per_q * qi;
-                    if a + e >= list.tau {
-                        list.offer(id, a - e, a + e);
-                    }
+                let qi = self.q_inv[q];
+                if qi == 0.0 {
+                    return;
+                }
+                let a = a * row.inv * qi;
+                if !row.trusted || !a.is_finite() {
+                    unsure(list);
+                    return;
+                }
+                let e = row.fixed + row.per_q * qi;
+                if a + e >= list.tau {
+                    list.offer(id, a - e, a + e);
                 }
             }
         }
     }
+
+    /// The metric scored.
+    pub(super) fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Query `q`'s exact norm.
+    pub(super) fn q_norm(&self, q: usize) -> f64 {
+        self.q_norm[q]
+    }
+}
+
+/// What [`Scorer`] knows of one row from its kernel squared norm.
+pub(super) struct RowBounds {
+    /// The squared norm is finite (otherwise every score is unsure).
+    finite: bool,
+    /// The norm is well above its own error (cosine bounds can be trusted).
+    pub(super) trusted: bool,
+    /// An upper bound on the row's exact norm.
+    pub(super) up: f64,
+    /// `1 / norm` from the kernel's norm, 0 when not `trusted`.
+    pub(super) inv: f64,
+    /// A bound on the error of the kernel's norm.
+    pub(super) err_norm: f64,
+    /// The cosine error bound, minus `per_q / |q|`.
+    fixed: f64,
+    /// The part of the cosine error bound that scales with `1 / |q|`.
+    per_q: f64,
 }
 
 /// A lower bound, ordered (never NaN).
@@ -176,7 +231,7 @@ pub(super) struct Shortlist {
     /// The `k` largest lower bounds seen, smallest on top.
     lows: BinaryHeap<Reverse<Low>>,
     /// The k-th largest lower bound seen (-inf until `k` are seen).
-    tau: f64,
+    pub(super) tau: f64,
     /// Candidates: id and upper bound.
     rows: Vec<(u32, f32)>,
     /// `rows` is pruned when it reaches this length.

@@ -358,12 +358,24 @@ fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
     let run = |kernel| {
         let q = Queries::new(kernel, Dtype::BF16, &queries);
         let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows * nq]);
-        q.score_block(&m, 0..rows, &mut Vec::new(), Some(&mut norms), &mut dots);
+        q.score_block(
+            &m,
+            0..rows,
+            &mut Default::default(),
+            Some(&mut norms),
+            &mut dots,
+        );
         (norms, dots)
     };
     let (norms, dots) = run(Kernel::Portable);
     let size = |v: &[f32]| dot64(v, v).sqrt();
+    // (The VNNI kernel's scores here are its int8 ones, with their own
+    // bound: see `vnni`.)
     for kernel in Kernel::available(Dtype::BF16) {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx512Vnni {
+            continue;
+        }
         let (n, d) = run(kernel);
         let gamma = kernel.depth(cols) as f64 / f64::from(1u32 << 24) + 1.0 / f64::from(1u32 << 17);
         for r in 0..rows {
@@ -452,7 +464,13 @@ fn amx_row_norms_are_the_avx512_bf16_ones_bit_for_bit() {
     let norms_of = |kernel| {
         let q = Queries::new(kernel, Dtype::BF16, &queries);
         let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows]);
-        q.score_block(&m, 0..rows, &mut Vec::new(), Some(&mut norms), &mut dots);
+        q.score_block(
+            &m,
+            0..rows,
+            &mut Default::default(),
+            Some(&mut norms),
+            &mut dots,
+        );
         norms
     };
     assert_eq!(norms_of(Kernel::Amx), norms_of(Kernel::Avx512Bf16));

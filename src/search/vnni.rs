@@ -1,0 +1,588 @@
+//! The AVX512-VNNI kernel for BF16 matrices: an int8 first pass with a
+//! rigorous error bound, refined inside the scan while the block is in
+//! cache.
+//!
+//! # Quantization
+//!
+//! Each block of rows is quantized once per scan, shared by every query: a
+//! row `r` gets the scale `s_r = max |r_i| / 127` and `r^_i = round(r_i /
+//! s_r)` in `[-127, 127]`, stored as the byte `r^_i + 128` (the unsigned side
+//! of `VPDPBUSD`; the `+ 128` adds `128 sum q^_i` to every product with
+//! query `q`, a per-query constant taken off again). Queries are quantized
+//! once per search the same way, in f64. The same pass computes the row's
+//! squared norm and the squared norm of its residual `e_r = r - s_r r^`
+//! (each `e_r,i` comes from one fused multiply-add, so it is the exact
+//! residual rounded once). Bytes are packed 64 columns at a time in the
+//! order the pack instructions leave them; queries are permuted alike, and
+//! columns are padded to a multiple of 64 with zeros.
+//!
+//! # The bound
+//!
+//! With `q = s_q q^ + e_q` and `r = s_r r^ + e_r` (exact, for the scales
+//! actually used),
+//! `q . r - s_q s_r (q^ . r^) = s_q q^ . e_r + e_q . r`, so by Cauchy-Schwarz
+//! the int8 score errs by at most `|s_q q^| |e_r| + |e_q| |r|`, with `|e_r|`
+//! and `|r|` bounded from their f32 sums (Higham's `gamma_D`, plus an
+//! absolute term for underflow) and the query's terms computed in f64. The
+//! integer sum is exact: `255 * 127 * columns < 2^31` is required ([`fits`]).
+//! For cosine the bound is divided by the norms as in `shortlist`.
+//!
+//! # Refinement
+//!
+//! That bound is much wider than the f32 kernels' (about 0.02 in cosine on
+//! Gaussian rows), so the int8 score only filters: for each row and query
+//! whose int8 upper bound reaches the query's running threshold (the k-th
+//! best lower bound so far, see `shortlist`), the row's score is recomputed
+//! with the AVX-512 BF16 dot product and offered to the shortlist with that
+//! kernel's tight bound; the others provably cannot be in the top k. Rows
+//! or queries the int8 bound cannot describe (non-finite values, a maximum
+//! below 2^-100, an untrusted norm) are always refined.
+
+use std::arch::x86_64::*;
+use std::array::from_fn;
+use std::ops::Range;
+
+use super::Metric;
+use super::bf16::Halves;
+use super::shortlist::{RowBounds, Scorer, Shortlist, dot64};
+use crate::matrix::Matrix;
+
+/// The unit roundoff of f32.
+const U: f64 = 1.0 / (1u64 << 24) as f64;
+/// Relative slack for rounding the bounds themselves in f64.
+const SLACK: f64 = 1e-9;
+/// Rows and queries whose largest value is below this are always refined
+/// (their scale would be subnormal).
+const TINY: f32 = 1.0 / (1u128 << 100) as f32;
+/// Columns per packed chunk (one zmm of bytes).
+const CHUNK: usize = 64;
+/// Queries per query tile.
+const QUERY_TILE: usize = 6;
+
+/// True when the CPU runs this kernel: AVX512-VNNI for the first pass and
+/// AVX-512 BF16 for the refinement (`EMBSCOPE_CPU_MASK=avx512vnni` hides
+/// it).
+pub(super) fn available() -> bool {
+    !super::choose::masked("avx512vnni")
+        && super::x86::has_avx512bf16()
+        && is_x86_feature_detected!("avx512vnni")
+}
+
+/// True when the i32 sums of `cols` columns cannot overflow.
+pub(super) fn fits(cols: usize) -> bool {
+    let width = cols.div_ceil(CHUNK) * CHUNK;
+    (255 * 127u64).saturating_mul(width as u64) < 1 << 31
+}
+
+/// One query's int8 form and the terms of its error bound.
+#[derive(Clone, Copy, Debug)]
+struct QueryQuant {
+    /// The int8 bound describes the query (finite, not tiny).
+    sure: bool,
+    /// `128 * sum q^_i`, taken off the VNNI sums.
+    offset: i32,
+    /// `s_q`.
+    scale: f64,
+    /// An upper bound on `|s_q q^|`.
+    hat_norm: f64,
+    /// An upper bound on `|e_q|`.
+    err_norm: f64,
+}
+
+/// The queries of one search, quantized, plus their BF16 halves for the
+/// refinement.
+pub(super) struct Prepared {
+    cols: usize,
+    /// `cols` rounded up to [`CHUNK`].
+    width: usize,
+    /// `q^` per query, `width` bytes each, in packed order.
+    hat: Vec<i8>,
+    quant: Vec<QueryQuant>,
+    halves: Halves,
+}
+
+impl Prepared {
+    /// Quantizes `queries` of `cols` values, stored back to back
+    /// (`fits(cols)`).
+    pub(super) fn new(queries: &[f32], cols: usize) -> Self {
+        assert!(cols > 0 && fits(cols), "columns");
+        let width = cols.div_ceil(CHUNK) * CHUNK;
+        let mut hat = Vec::with_capacity(queries.len() / cols * width);
+        let quant = queries
+            .chunks_exact(cols)
+            .map(|q| {
+                let (h, quant) = quantize_query(q, width);
+                hat.extend(h);
+                quant
+            })
+            .collect();
+        Prepared {
+            cols,
+            width,
+            hat,
+            quant,
+            halves: Halves::new(queries, cols),
+        }
+    }
+
+    /// The number of queries.
+    fn nq(&self) -> usize {
+        self.quant.len()
+    }
+
+    /// The int8 approximation of every dot product of a block of stored
+    /// BF16 rows (`rows` of `m`) with the queries, and the rows' squared
+    /// norms, laid out as `Queries::score_block` (which uses this for the
+    /// kernel choice and tests).
+    pub(super) fn approximate(
+        &self,
+        m: &Matrix,
+        rows: Range<usize>,
+        s: &mut Scratch,
+        norms: Option<&mut [f32]>,
+        dots: &mut [f32],
+    ) {
+        let nq = self.nq();
+        self.first_pass(m.block_bytes(rows.clone()), s);
+        for (i, row) in s.rows.iter().enumerate() {
+            for (q, quant) in self.quant.iter().enumerate() {
+                let d = s.dots[i * nq + q].wrapping_sub(quant.offset);
+                dots[i * nq + q] = (quant.scale * f64::from(row.scale) * f64::from(d)) as f32;
+            }
+        }
+        if let Some(norms) = norms {
+            for (n, row) in norms.iter_mut().zip(&s.rows) {
+                *n = row.norm2;
+            }
+        }
+    }
+
+    /// Scans one block (`rows` of `m`): the int8 pass, then each row and
+    /// query whose int8 bound reaches the query's threshold is refined and
+    /// offered to `lists` through `scorer`. Rows `mask`ed off are skipped.
+    pub(super) fn scan_block(
+        &self,
+        m: &Matrix,
+        rows: Range<usize>,
+        s: &mut Scratch,
+        scorer: &Scorer,
+        mask: Option<&[bool]>,
+        lists: &mut [Shortlist],
+    ) {
+        assert!(available());
+        let bytes = m.block_bytes(rows.clone());
+        self.first_pass(bytes, s);
+        let nq = self.nq();
+        assert_eq!(lists.len(), nq);
+        s.consts.clear();
+        s.consts.extend(self.consts(scorer));
+        let row_bytes = 2 * self.cols;
+        for (i, row) in s.rows.iter().enumerate() {
+            let id = rows.start + i;
+            if mask.is_some_and(|mask| !mask[id]) {
+                continue;
+            }
+            let bounds = scorer.row(row.norm2);
+            let factors = self.row_factors(row, &bounds, scorer.metric());
+            let stored = &bytes[i * row_bytes..(i + 1) * row_bytes];
+            for (q, c) in s.consts.iter().enumerate() {
+                if c.skip {
+                    continue;
+                }
+                let list = &mut lists[q];
+                if let Some(f) = factors.as_ref().filter(|_| !c.refine) {
+                    let (a, e) = c.estimate(f, s.dots[i * nq + q]);
+                    if a + e < list.tau {
+                        continue;
+                    }
+                }
+                // SAFETY: the CPU has AVX-512 BF16 (`available` above).
+                let dot = unsafe { super::bf16::dot_one(stored, self.cols, &self.halves, q) };
+                scorer.offer_one(&bounds, id as u32, q, dot, list);
+            }
+        }
+    }
+
+    /// Per query, the factors of its int8 scores and bounds under
+    /// `scorer`'s metric.
+    fn consts(&self, scorer: &Scorer) -> impl Iterator<Item = Consts> {
+        let cosine = scorer.metric() == Metric::Cosine;
+        self.quant.iter().enumerate().map(move |(q, quant)| {
+            let qn = scorer.q_norm(q);
+            let skip = cosine && qn == 0.0;
+            let f = if cosine && qn > 0.0 { 1.0 / qn } else { 1.0 };
+            let up = 1.0 + SLACK;
+            Consts {
+                refine: !skip && (!quant.sure || !qn.is_finite()),
+                skip,
+                offset: quant.offset,
+                score: quant.scale * f,
+                hat: quant.hat_norm * f * up,
+                err: quant.err_norm * f * up,
+            }
+        })
+    }
+
+    /// A row's factors of its int8 scores and bounds (`bounds` from its
+    /// squared norm), or `None` when the int8 bound does not describe it.
+    fn row_factors(&self, row: &RowQuant, bounds: &RowBounds, metric: Metric) -> Option<Row> {
+        let cosine = metric == Metric::Cosine;
+        let e_up = residual_bound(row.err2, self.cols);
+        let sure = row.sure && e_up.is_finite() && bounds.up.is_finite();
+        if !sure || (cosine && !bounds.trusted) {
+            return None;
+        }
+        let f = if cosine { bounds.inv } else { 1.0 };
+        Some(Row {
+            score: f64::from(row.scale) * f,
+            hat: e_up * f,
+            err: bounds.up * f,
+            fixed: if cosine {
+                bounds.err_norm * f + SLACK
+            } else {
+                0.0
+            },
+        })
+    }
+
+    /// Per row and query of `rows` of `m`: the int8 score and its error
+    /// bound, `None` where the scan always refines.
+    #[cfg(test)]
+    fn estimates(
+        &self,
+        m: &Matrix,
+        rows: Range<usize>,
+        scorer: &Scorer,
+    ) -> Vec<Option<(f64, f64)>> {
+        let mut s = Scratch::default();
+        self.first_pass(m.block_bytes(rows), &mut s);
+        let consts: Vec<Consts> = self.consts(scorer).collect();
+        let mut out = Vec::new();
+        for (i, row) in s.rows.iter().enumerate() {
+            let factors = self.row_factors(row, &scorer.row(row.norm2), scorer.metric());
+            for (q, c) in consts.iter().enumerate() {
+                let f = factors.as_ref().filter(|_| !c.refine && !c.skip);
+                out.push(f.map(|f| c.estimate(f, s.dots[i * self.nq() + q])));
+            }
+        }
+        out
+    }
+
+    /// Quantizes the stored BF16 rows `bytes` into `s` and fills `s.dots`
+    /// with their VNNI sums against every query.
+    fn first_pass(&self, bytes: &[u8], s: &mut Scratch) {
+        assert!(available());
+        let (cols, width, nq) = (self.cols, self.width, self.nq());
+        assert!(bytes.len().is_multiple_of(2 * cols));
+        let rows = bytes.len() / 2 / cols;
+        s.bytes.resize(rows * width, 0);
+        s.rows.clear();
+        s.dots.resize(rows * nq, 0);
+        for (row, out) in bytes
+            .chunks_exact(2 * cols)
+            .zip(s.bytes.chunks_exact_mut(width))
+        {
+            // SAFETY: the CPU has AVX-512F, BW and VNNI (checked above).
+            s.rows.push(unsafe { quantize_row(row, cols, out) });
+        }
+        // SAFETY: as above.
+        unsafe { walk(&s.bytes, width, rows, &self.hat, nq, &mut s.dots) }
+    }
+}
+
+/// An upper bound on `|e_r|` over `cols` columns from its f32 squared
+/// norm `err2` (non-finite when `err2` is).
+fn residual_bound(err2: f32, cols: usize) -> f64 {
+    // The sums' depth, as `quantize_row` adds: `gamma_D = D u / (1 - D u)`.
+    let du = (cols.div_ceil(CHUNK) + 6) as f64 * U;
+    let gamma = if du < 0.5 {
+        du / (1.0 - du)
+    } else {
+        f64::INFINITY
+    };
+    let flush = f64::from(f32::MIN_POSITIVE);
+    let n = cols as f64;
+    // Each residual was rounded once (relative u, or absolute 2^-150 when
+    // subnormal); each square and sum too.
+    let sum = (f64::from(err2) + (n + 64.0) * flush) / (1.0 - gamma);
+    (sum.sqrt() + n.sqrt() * flush) / (1.0 - U) * (1.0 + SLACK)
+}
+
+/// Per-query factors of the int8 scores and bounds (divided by the
+/// query's norm under cosine).
+struct Consts {
+    /// Always refine (the int8 bound does not describe the query).
+    refine: bool,
+    /// Never offered (a zero query under cosine).
+    skip: bool,
+    /// `128 * sum q^_i`.
+    offset: i32,
+    /// `s_q`, the score's factor.
+    score: f64,
+    /// `|s_q q^|`, the factor of the row's `|e_r|`.
+    hat: f64,
+    /// `|e_q|`, the factor of the row's `|r|`.
+    err: f64,
+}
+
+/// Per-row factors of the int8 scores and bounds (divided by the row's
+/// norm under cosine).
+struct Row {
+    /// `s_r`.
+    score: f64,
+    /// A bound on `|e_r|`.
+    hat: f64,
+    /// A bound on `|r|`.
+    err: f64,
+    /// The cosine's error from the row's approximate norm.
+    fixed: f64,
+}
+
+impl Consts {
+    /// The int8 score of a row with factors `r` and VNNI sum `sum`, and a
+    /// bound on its error (see the module docs).
+    #[inline]
+    fn estimate(&self, r: &Row, sum: i32) -> (f64, f64) {
+        let d = f64::from(sum.wrapping_sub(self.offset));
+        let a = self.score * r.score * d;
+        (
+            a,
+            self.hat * r.hat + self.err * r.err + r.fixed + SLACK * a.abs(),
+        )
+    }
+}
+
+/// One quantized row.
+#[derive(Clone, Copy, Debug)]
+struct RowQuant {
+    /// The int8 bound describes the row (finite, not tiny).
+    sure: bool,
+    /// `s_r` (0 when not `sure`).
+    scale: f32,
+    /// The squared norm, f32 sums at depth `cols / 64 + 6`.
+    norm2: f32,
+    /// The squared norm of the residual, likewise.
+    err2: f32,
+}
+
+/// A worker's buffers for this kernel.
+#[derive(Default)]
+pub(super) struct Scratch {
+    bytes: Vec<u8>,
+    rows: Vec<RowQuant>,
+    dots: Vec<i32>,
+    consts: Vec<Consts>,
+}
+
+/// The source column of packed position `p` in a chunk: `packs_epi32` then
+/// `packs_epi16` of four vectors of 16 columns leave, in each 128-bit lane
+/// `l`, 4 values of each vector `j` in turn.
+fn source(p: usize) -> usize {
+    let (lane, j, i) = (p / 16, p % 16 / 4, p % 4);
+    16 * j + 4 * lane + i
+}
+
+/// Quantizes one query into `width` bytes in packed order, in f64.
+fn quantize_query(q: &[f32], width: usize) -> (Vec<i8>, QueryQuant) {
+    let max = q.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let norm = dot64(q, q).sqrt();
+    let mut hat = vec![0i8; width];
+    if !(q.iter().all(|x| x.is_finite()) && max >= TINY) {
+        let quant = QueryQuant {
+            sure: false,
+            offset: 0,
+            scale: 0.0,
+            hat_norm: 0.0,
+            err_norm: 0.0,
+        };
+        return (hat, quant);
+    }
+    let scale = f64::from(max) / 127.0;
+    let (mut sum, mut hat2, mut err2) = (0i64, 0f64, 0f64);
+    let mut cols = vec![0i8; width];
+    for (c, &x) in cols.iter_mut().zip(q) {
+        let h = (f64::from(x) / scale).round().clamp(-127.0, 127.0);
+        let e = f64::from(x) - scale * h;
+        (sum, hat2, err2) = (sum + h as i64, hat2 + h * h, err2 + e * e);
+        *c = h as i8;
+    }
+    for (chunk_out, chunk_in) in hat.chunks_exact_mut(CHUNK).zip(cols.chunks_exact(CHUNK)) {
+        for (p, out) in chunk_out.iter_mut().enumerate() {
+            *out = chunk_in[source(p)];
+        }
+    }
+    let quant = QueryQuant {
+        sure: true,
+        offset: (128 * sum) as i32,
+        scale,
+        hat_norm: scale * hat2.sqrt() * (1.0 + SLACK),
+        // The f64 residuals err by a few 2^-53 |q_i|.
+        err_norm: err2.sqrt() * (1.0 + SLACK) + norm * SLACK,
+    };
+    (hat, quant)
+}
+
+/// Quantizes one stored BF16 row (`row`, `cols` values) into `out` (its
+/// width, in packed order), with its squared norms.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant {
+    assert!(row.len() == 2 * cols && out.len() == cols.div_ceil(CHUNK) * CHUNK);
+    let p = row.as_ptr();
+    // The largest |value| from the bits: for finite values, the order of
+    // the magnitudes' bit patterns is the order of the magnitudes.
+    let mut mx = _mm512_setzero_si512();
+    for c in (0..cols).step_by(32) {
+        let mask = chunk_mask(cols, c);
+        // SAFETY: `mask` selects columns c..min(c + 32, cols), inside `row`.
+        let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.add(2 * c).cast()) };
+        mx = _mm512_max_epu16(mx, _mm512_and_si512(v, _mm512_set1_epi16(0x7fff)));
+    }
+    let lo = _mm512_and_si512(mx, _mm512_set1_epi32(0xffff));
+    let max_bits = _mm512_reduce_max_epu32(_mm512_max_epu32(lo, _mm512_srli_epi32(mx, 16)));
+    let max = f32::from_bits(max_bits << 16);
+    let sure = max_bits < 0x7f80 && max >= TINY;
+    // `inv` a hair below 127 / max, so |x * inv| rounds to at most 127.
+    let (scale, inv) = if sure {
+        (max / 127.0, 127.0 / max * (1.0 - 1.0 / (1u32 << 20) as f32))
+    } else {
+        (0.0, 0.0)
+    };
+    let (vscale, vinv) = (_mm512_set1_ps(scale), _mm512_set1_ps(inv));
+    let mut norm = [_mm512_setzero_ps(); 4];
+    let mut err = [_mm512_setzero_ps(); 4];
+    for c in (0..out.len()).step_by(CHUNK) {
+        let mut ints = [_mm512_setzero_si512(); 4];
+        for half in 0..2 {
+            let c0 = c + 32 * half;
+            let mask = if c0 < cols { chunk_mask(cols, c0) } else { 0 };
+            // SAFETY: `mask` selects columns inside `row` (none past it).
+            let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.add(2 * c0.min(cols)).cast()) };
+            let parts = [_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64::<1>(v)];
+            for (k, part) in parts.into_iter().enumerate() {
+                let j = 2 * half + k;
+                let x = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(part)));
+                norm[j] = _mm512_fmadd_ps(x, x, norm[j]);
+                let i = _mm512_cvtps_epi32(_mm512_mul_ps(x, vinv));
+                let e = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(i), vscale, x);
+                err[j] = _mm512_fmadd_ps(e, e, err[j]);
+                ints[j] = i;
+            }
+        }
+        let ab = _mm512_packs_epi32(ints[0], ints[1]);
+        let cd = _mm512_packs_epi32(ints[2], ints[3]);
+        let bytes = _mm512_xor_si512(_mm512_packs_epi16(ab, cd), _mm512_set1_epi8(-128));
+        // SAFETY: `out` holds whole chunks; c + 64 <= out.len().
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(c).cast(), bytes) };
+    }
+    let sum = |a: [__m512; 4]| {
+        _mm512_reduce_add_ps(_mm512_add_ps(
+            _mm512_add_ps(a[0], a[1]),
+            _mm512_add_ps(a[2], a[3]),
+        ))
+    };
+    RowQuant {
+        sure,
+        scale,
+        norm2: sum(norm),
+        err2: sum(err),
+    }
+}
+
+/// The mask of the 32-column chunk starting at column `c < cols`.
+#[inline]
+fn chunk_mask(cols: usize, c: usize) -> __mmask32 {
+    if cols - c >= 32 {
+        !0
+    } else {
+        (1u32 << (cols - c)) - 1
+    }
+}
+
+/// Every row tile of the quantized block against every query tile:
+/// `dots[i * nq + q]` = the VNNI sum of packed row `i` and query `q`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn walk(block: &[u8], width: usize, rows: usize, hat: &[i8], nq: usize, dots: &mut [i32]) {
+    assert!(block.len() >= rows * width && hat.len() == nq * width);
+    assert!(dots.len() == rows * nq && width.is_multiple_of(CHUNK));
+    let row_tile = if nq <= 2 { 8 } else { 4 };
+    let t = Tiles {
+        block,
+        width,
+        hat,
+        nq,
+    };
+    let mut r0 = 0;
+    while r0 < rows {
+        let rn = if rows - r0 >= row_tile { row_tile } else { 1 };
+        let mut q0 = 0;
+        while q0 < nq {
+            let qn = (nq - q0).min(QUERY_TILE);
+            macro_rules! tiles {
+                ($(($r:literal, $q:literal)),*) => {
+                    match (rn, qn) {
+                        $(($r, $q) => tile::<$r, $q>(&t, r0, q0, dots),)*
+                        _ => unreachable!("tile {rn} x {qn}"),
+                    }
+                };
+            }
+            tiles!(
+                (8, 1),
+                (8, 2),
+                (4, 1),
+                (4, 2),
+                (4, 3),
+                (4, 4),
+                (4, 5),
+                (4, 6),
+                (1, 1),
+                (1, 2),
+                (1, 3),
+                (1, 4),
+                (1, 5),
+                (1, 6)
+            );
+            q0 += qn;
+        }
+        r0 += rn;
+    }
+}
+
+/// What every tile of one block reads.
+struct Tiles<'a> {
+    block: &'a [u8],
+    width: usize,
+    hat: &'a [i8],
+    nq: usize,
+}
+
+/// One tile of `R` rows from `r0` × `Q` queries from `q0`, 64 columns per
+/// step into `R × Q` i32 accumulators.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &mut [i32]) {
+    let (width, nq) = (t.width, t.nq);
+    assert!((r0 + R) * width <= t.block.len() && (q0 + Q) * width <= t.hat.len());
+    assert!((r0 + R - 1) * nq + q0 + Q <= dots.len());
+    let row_ptr: [*const u8; R] = from_fn(|r| t.block[(r0 + r) * width..].as_ptr());
+    let hat_ptr: [*const i8; Q] = from_fn(|q| t.hat[(q0 + q) * width..].as_ptr());
+    let mut acc = [[_mm512_setzero_si512(); Q]; R];
+    for c in (0..width).step_by(CHUNK) {
+        // SAFETY: the asserts above put bytes c..c + 64 of rows r0..r0 + R
+        // and of queries q0..q0 + Q inside `block` and `hat`.
+        let x: [__m512i; R] = from_fn(|r| unsafe { _mm512_loadu_si512(row_ptr[r].add(c).cast()) });
+        for q in 0..Q {
+            // SAFETY: as above.
+            let h = unsafe { _mm512_loadu_si512(hat_ptr[q].add(c).cast()) };
+            for r in 0..R {
+                acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], x[r], h);
+            }
+        }
+    }
+    for r in 0..R {
+        for q in 0..Q {
+            dots[(r0 + r) * nq + q0 + q] = _mm512_reduce_add_epi32(acc[r][q]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
