@@ -136,6 +136,8 @@ fn search(
     let scorer = Scorer::new(prepared.kernel(), cols, metric, &q_norms);
     let block_rows = block_rows(m, prepared.block_bytes());
     let blocks = rows.div_ceil(block_rows);
+    #[cfg(target_arch = "x86_64")]
+    let floors = vnni::Floors::new(nq);
 
     let best = (0..blocks)
         .into_par_iter()
@@ -146,7 +148,8 @@ fn search(
                 let n = range.len();
                 #[cfg(target_arch = "x86_64")]
                 if let Some(v) = prepared.vnni() {
-                    v.scan_block(m, range, &mut w.scratch.vnni, &scorer, mask, &mut w.lists);
+                    let (s, lists) = (&mut w.scratch.vnni, &mut w.lists);
+                    v.scan_block(m, range, s, &scorer, mask, lists, &floors);
                     progress.inc(n as u64);
                     return w;
                 }

@@ -159,7 +159,7 @@ struct Shared<'a> {
 
 /// The mask of the 32-column chunk starting at column `c`.
 #[inline]
-fn chunk_mask(cols: usize, c: usize) -> __mmask32 {
+pub(super) fn chunk_mask(cols: usize, c: usize) -> __mmask32 {
     if cols - c >= 32 {
         !0
     } else {
@@ -175,7 +175,7 @@ fn chunk_mask(cols: usize, c: usize) -> __mmask32 {
 /// are readable (masked-off elements are never accessed).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn load_bf16(p: *const u8, mask: __mmask32) -> __m512bh {
+pub(super) unsafe fn load_bf16(p: *const u8, mask: __mmask32) -> __m512bh {
     // SAFETY: per the contract; maskz_loadu has no alignment requirement and
     // suppresses faults on masked-off elements.
     let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.cast::<i16>()) };
@@ -249,25 +249,4 @@ fn tile<const R: usize, const Q: usize, const LO: bool>(
             dots[(r0 + r) * nq + q0 + q] = _mm512_reduce_add_ps(acc[r][q]);
         }
     }
-}
-
-/// Query `q`'s dot product with one stored BF16 row, exactly as
-/// [`block_bf16`] computes it (`row` holds `cols` values).
-#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-pub(super) fn dot_one(row: &[u8], cols: usize, queries: &Halves, q: usize) -> f32 {
-    let span = q * cols..(q + 1) * cols;
-    let t = Shared {
-        block: row,
-        cols,
-        hi: &queries.hi[span.clone()],
-        lo: &queries.lo[span],
-        nq: 1,
-    };
-    let mut dot = [0.0];
-    if queries.exact[q] {
-        tile::<1, 1, false>(&t, 0, 0, &mut dot);
-    } else {
-        tile::<1, 1, true>(&t, 0, 0, &mut dot);
-    }
-    dot[0]
 }

@@ -102,10 +102,13 @@ impl Kernel {
             Kernel::Avx512 => lanes.max(super::x86::KC + cols.div_ceil(super::x86::KC) + 1),
             // Per 32-column chunk a lane adds 2 products of `hi` and 2 of
             // `lo`; then the 4-level tree.
-            // The VNNI kernel's scores that count are AVX-512 BF16 ones; its
-            // own row norms are summed at depth `cols / 64 + 6`, less.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512Bf16 | Kernel::Avx512Vnni => 4 * cols.div_ceil(32) + 4,
+            Kernel::Avx512Bf16 => 4 * cols.div_ceil(32) + 4,
+            // Its refinement: the same per chunk, in 4 accumulators summed
+            // in 2 levels (`4 ceil(n / 4) + 6` over n chunks); its row norms
+            // are summed at depth `cols / 64 + 6`, less.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Vnni => 4 * cols.div_ceil(32) + 8,
             // A tile product adds its 32 columns' products in turn, for `hi`
             // then `lo`; the rows past the last tile pair take AVX-512 BF16.
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

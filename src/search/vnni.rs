@@ -41,9 +41,10 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::Metric;
-use super::bf16::Halves;
+use super::bf16::{Halves, chunk_mask, load_bf16};
 use super::shortlist::{RowBounds, Scorer, Shortlist, dot64};
 use crate::matrix::Matrix;
 
@@ -56,8 +57,8 @@ const SLACK: f64 = 1e-9;
 const TINY: f32 = 1.0 / (1u128 << 100) as f32;
 /// Columns per packed chunk (one zmm of bytes).
 const CHUNK: usize = 64;
-/// Queries per query tile.
-const QUERY_TILE: usize = 6;
+/// Queries per query tile (8 × 4 KiB stay in L1 for Llama-sized rows).
+const QUERY_TILE: usize = 8;
 
 /// True when the CPU runs this kernel: AVX512-VNNI for the first pass and
 /// AVX-512 BF16 for the refinement (`EMBSCOPE_CPU_MASK=avx512vnni` hides
@@ -72,6 +73,34 @@ pub(super) fn available() -> bool {
 pub(super) fn fits(cols: usize) -> bool {
     let width = cols.div_ceil(CHUNK) * CHUNK;
     (255 * 127u64).saturating_mul(width as u64) < 1 << 31
+}
+
+/// Per query, the highest threshold (k-th best lower bound) any worker has
+/// reached so far, as [`key`]s: a row whose upper bound is below it has k
+/// rows strictly better than it in that worker's lists, so all workers may
+/// drop it.
+pub(super) struct Floors(Vec<AtomicU64>);
+
+impl Floors {
+    /// No threshold yet for `nq` queries.
+    pub(super) fn new(nq: usize) -> Self {
+        Floors(
+            (0..nq)
+                .map(|_| AtomicU64::new(key(f64::NEG_INFINITY)))
+                .collect(),
+        )
+    }
+}
+
+/// An f64 (not NaN) as a u64 in the same order.
+fn key(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
+/// The f64 of a [`key`].
+fn unkey(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
 /// One query's int8 form and the terms of its error bound.
@@ -95,7 +124,11 @@ pub(super) struct Prepared {
     cols: usize,
     /// `cols` rounded up to [`CHUNK`].
     width: usize,
-    /// `q^` per query, `width` bytes each, in packed order.
+    /// Bytes from one row or query to the next: `width` plus one chunk, so
+    /// that the same chunk of the rows and queries of a tile does not fall
+    /// in one L1 set (4 KiB apart, as for 4096 columns).
+    stride: usize,
+    /// `q^` per query, `stride` bytes each, in packed order.
     hat: Vec<i8>,
     quant: Vec<QueryQuant>,
     halves: Halves,
@@ -107,18 +140,21 @@ impl Prepared {
     pub(super) fn new(queries: &[f32], cols: usize) -> Self {
         assert!(cols > 0 && fits(cols), "columns");
         let width = cols.div_ceil(CHUNK) * CHUNK;
-        let mut hat = Vec::with_capacity(queries.len() / cols * width);
+        let stride = width + CHUNK;
+        let mut hat = Vec::with_capacity(queries.len() / cols * stride);
         let quant = queries
             .chunks_exact(cols)
             .map(|q| {
                 let (h, quant) = quantize_query(q, width);
                 hat.extend(h);
+                hat.extend([0; CHUNK]);
                 quant
             })
             .collect();
         Prepared {
             cols,
             width,
+            stride,
             hat,
             quant,
             halves: Halves::new(queries, cols),
@@ -160,6 +196,9 @@ impl Prepared {
     /// Scans one block (`rows` of `m`): the int8 pass, then each row and
     /// query whose int8 bound reaches the query's threshold is refined and
     /// offered to `lists` through `scorer`. Rows `mask`ed off are skipped.
+    /// The threshold is the higher of the list's and the one all workers
+    /// share (`floors`), which this raises.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn scan_block(
         &self,
         m: &Matrix,
@@ -168,6 +207,7 @@ impl Prepared {
         scorer: &Scorer,
         mask: Option<&[bool]>,
         lists: &mut [Shortlist],
+        floors: &Floors,
     ) {
         assert!(available());
         let bytes = m.block_bytes(rows.clone());
@@ -176,6 +216,9 @@ impl Prepared {
         assert_eq!(lists.len(), nq);
         s.consts.clear();
         s.consts.extend(self.consts(scorer));
+        for ((c, list), floor) in s.consts.iter_mut().zip(lists.iter()).zip(&floors.0) {
+            c.floor = list.tau.max(unkey(floor.load(Relaxed)));
+        }
         let row_bytes = 2 * self.cols;
         for (i, row) in s.rows.iter().enumerate() {
             let id = rows.start + i;
@@ -192,13 +235,18 @@ impl Prepared {
                 let list = &mut lists[q];
                 if let Some(f) = factors.as_ref().filter(|_| !c.refine) {
                     let (a, e) = c.estimate(f, s.dots[i * nq + q]);
-                    if a + e < list.tau {
+                    if a + e < c.floor.max(list.tau) {
                         continue;
                     }
                 }
                 // SAFETY: the CPU has AVX-512 BF16 (`available` above).
-                let dot = unsafe { super::bf16::dot_one(stored, self.cols, &self.halves, q) };
+                let dot = unsafe { refine(stored, self.cols, &self.halves, q) };
                 scorer.offer_one(&bounds, id as u32, q, dot, list);
+            }
+        }
+        for ((c, list), floor) in s.consts.iter().zip(lists.iter()).zip(&floors.0) {
+            if list.tau > c.floor {
+                floor.fetch_max(key(list.tau), Relaxed);
             }
         }
     }
@@ -215,6 +263,7 @@ impl Prepared {
             Consts {
                 refine: !skip && (!quant.sure || !qn.is_finite()),
                 skip,
+                floor: f64::NEG_INFINITY,
                 offset: quant.offset,
                 score: quant.scale * f,
                 hat: quant.hat_norm * f * up,
@@ -272,21 +321,30 @@ impl Prepared {
     /// with their VNNI sums against every query.
     fn first_pass(&self, bytes: &[u8], s: &mut Scratch) {
         assert!(available());
-        let (cols, width, nq) = (self.cols, self.width, self.nq());
+        let (cols, width, stride, nq) = (self.cols, self.width, self.stride, self.nq());
         assert!(bytes.len().is_multiple_of(2 * cols));
         let rows = bytes.len() / 2 / cols;
-        s.bytes.resize(rows * width, 0);
+        s.bytes.resize(rows * stride, 0);
         s.rows.clear();
         s.dots.resize(rows * nq, 0);
         for (row, out) in bytes
             .chunks_exact(2 * cols)
-            .zip(s.bytes.chunks_exact_mut(width))
+            .zip(s.bytes.chunks_exact_mut(stride))
         {
             // SAFETY: the CPU has AVX-512F, BW and VNNI (checked above).
-            s.rows.push(unsafe { quantize_row(row, cols, out) });
+            s.rows
+                .push(unsafe { quantize_row(row, cols, &mut out[..width]) });
         }
         // SAFETY: as above.
-        unsafe { walk(&s.bytes, width, rows, &self.hat, nq, &mut s.dots) }
+        let t = Tiles {
+            block: &s.bytes,
+            width,
+            stride,
+            hat: &self.hat,
+            nq,
+        };
+        // SAFETY: as above.
+        unsafe { walk(&t, rows, &mut s.dots) }
     }
 }
 
@@ -315,6 +373,8 @@ struct Consts {
     refine: bool,
     /// Never offered (a zero query under cosine).
     skip: bool,
+    /// The threshold shared by all workers at the start of the block.
+    floor: f64,
     /// `128 * sum q^_i`.
     offset: i32,
     /// `s_q`, the score's factor.
@@ -488,39 +548,30 @@ fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant {
     }
 }
 
-/// The mask of the 32-column chunk starting at column `c < cols`.
-#[inline]
-fn chunk_mask(cols: usize, c: usize) -> __mmask32 {
-    if cols - c >= 32 {
-        !0
-    } else {
-        (1u32 << (cols - c)) - 1
-    }
-}
-
 /// Every row tile of the quantized block against every query tile:
 /// `dots[i * nq + q]` = the VNNI sum of packed row `i` and query `q`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-fn walk(block: &[u8], width: usize, rows: usize, hat: &[i8], nq: usize, dots: &mut [i32]) {
-    assert!(block.len() >= rows * width && hat.len() == nq * width);
-    assert!(dots.len() == rows * nq && width.is_multiple_of(CHUNK));
-    let row_tile = if nq <= 2 { 8 } else { 4 };
-    let t = Tiles {
-        block,
-        width,
-        hat,
-        nq,
+fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
+    let nq = t.nq;
+    assert!(t.block.len() >= rows * t.stride && t.hat.len() == nq * t.stride);
+    assert!(dots.len() == rows * nq && t.width.is_multiple_of(CHUNK) && t.width <= t.stride);
+    let row_tile = match nq {
+        ..=2 => 8,
+        ..=4 => 6,
+        _ => 3,
     };
-    let mut r0 = 0;
-    while r0 < rows {
-        let rn = if rows - r0 >= row_tile { row_tile } else { 1 };
-        let mut q0 = 0;
-        while q0 < nq {
-            let qn = (nq - q0).min(QUERY_TILE);
+    // Query tiles outside: a tile's queries stay in L1 while the block's
+    // rows stream from L2, fewer bytes per step than the other way round.
+    let mut q0 = 0;
+    while q0 < nq {
+        let qn = (nq - q0).min(QUERY_TILE);
+        let mut r0 = 0;
+        while r0 < rows {
+            let rn = if rows - r0 >= row_tile { row_tile } else { 1 };
             macro_rules! tiles {
                 ($(($r:literal, $q:literal)),*) => {
                     match (rn, qn) {
-                        $(($r, $q) => tile::<$r, $q>(&t, r0, q0, dots),)*
+                        $(($r, $q) => tile::<$r, $q>(t, r0, q0, dots),)*
                         _ => unreachable!("tile {rn} x {qn}"),
                     }
                 };
@@ -528,29 +579,76 @@ fn walk(block: &[u8], width: usize, rows: usize, hat: &[i8], nq: usize, dots: &m
             tiles!(
                 (8, 1),
                 (8, 2),
-                (4, 1),
-                (4, 2),
-                (4, 3),
-                (4, 4),
-                (4, 5),
-                (4, 6),
+                (6, 3),
+                (6, 4),
+                (3, 1),
+                (3, 2),
+                (3, 3),
+                (3, 4),
+                (3, 5),
+                (3, 6),
+                (3, 7),
+                (3, 8),
                 (1, 1),
                 (1, 2),
                 (1, 3),
                 (1, 4),
                 (1, 5),
-                (1, 6)
+                (1, 6),
+                (1, 7),
+                (1, 8)
             );
-            q0 += qn;
+            r0 += rn;
         }
-        r0 += rn;
+        q0 += qn;
     }
+}
+
+/// Query `q`'s dot product with one stored BF16 row (`row`, `cols`
+/// values), as `row . hi + row . lo` (`row . hi` alone for a query exact
+/// in BF16): AVX-512 BF16 in four accumulators taking 32 columns in turn,
+/// then summed (see `Kernel::depth`).
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+fn refine(row: &[u8], cols: usize, queries: &Halves, q: usize) -> f32 {
+    let span = q * cols..(q + 1) * cols;
+    let (hi, lo) = (&queries.hi[span.clone()], &queries.lo[span]);
+    assert_eq!(row.len(), 2 * cols);
+    let (rp, hp, lp) = (
+        row.as_ptr(),
+        hi.as_ptr().cast::<u8>(),
+        lo.as_ptr().cast::<u8>(),
+    );
+    let with_lo = !queries.exact[q];
+    let mut acc = [_mm512_setzero_ps(); 4];
+    for g in (0..cols).step_by(128) {
+        for (j, acc) in acc.iter_mut().enumerate() {
+            let c = g + 32 * j;
+            if c >= cols {
+                break;
+            }
+            let mask = chunk_mask(cols, c);
+            // SAFETY: `mask` selects columns c..min(c + 32, cols), inside
+            // `row`, `hi` and `lo` (checked above).
+            let x = unsafe { load_bf16(rp.add(2 * c), mask) };
+            // SAFETY: as above.
+            *acc = _mm512_dpbf16_ps(*acc, x, unsafe { load_bf16(hp.add(2 * c), mask) });
+            if with_lo {
+                // SAFETY: as above.
+                *acc = _mm512_dpbf16_ps(*acc, x, unsafe { load_bf16(lp.add(2 * c), mask) });
+            }
+        }
+    }
+    _mm512_reduce_add_ps(_mm512_add_ps(
+        _mm512_add_ps(acc[0], acc[1]),
+        _mm512_add_ps(acc[2], acc[3]),
+    ))
 }
 
 /// What every tile of one block reads.
 struct Tiles<'a> {
     block: &'a [u8],
     width: usize,
+    stride: usize,
     hat: &'a [i8],
     nq: usize,
 }
@@ -559,11 +657,11 @@ struct Tiles<'a> {
 /// step into `R × Q` i32 accumulators.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &mut [i32]) {
-    let (width, nq) = (t.width, t.nq);
-    assert!((r0 + R) * width <= t.block.len() && (q0 + Q) * width <= t.hat.len());
+    let (width, stride, nq) = (t.width, t.stride, t.nq);
+    assert!((r0 + R) * stride <= t.block.len() && (q0 + Q) * stride <= t.hat.len());
     assert!((r0 + R - 1) * nq + q0 + Q <= dots.len());
-    let row_ptr: [*const u8; R] = from_fn(|r| t.block[(r0 + r) * width..].as_ptr());
-    let hat_ptr: [*const i8; Q] = from_fn(|q| t.hat[(q0 + q) * width..].as_ptr());
+    let row_ptr: [*const u8; R] = from_fn(|r| t.block[(r0 + r) * stride..].as_ptr());
+    let hat_ptr: [*const i8; Q] = from_fn(|q| t.hat[(q0 + q) * stride..].as_ptr());
     let mut acc = [[_mm512_setzero_si512(); Q]; R];
     for c in (0..width).step_by(CHUNK) {
         // SAFETY: the asserts above put bytes c..c + 64 of rows r0..r0 + R

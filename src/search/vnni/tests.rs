@@ -66,6 +66,24 @@ fn to_bytes(rows: &[Vec<f32>]) -> Vec<u8> {
 }
 
 #[test]
+fn keys_keep_the_order_of_f64() {
+    let xs = [
+        f64::NEG_INFINITY,
+        -1e300,
+        -1.0,
+        -0.0,
+        0.0,
+        1e-300,
+        0.5,
+        f64::INFINITY,
+    ];
+    for (a, b) in xs.iter().zip(&xs[1..]) {
+        assert!(key(*a) <= key(*b), "{a} {b}");
+        assert_eq!(unkey(key(*a)).to_bits(), a.to_bits());
+    }
+}
+
+#[test]
 fn packed_order_is_a_permutation() {
     let mut seen: Vec<usize> = (0..CHUNK).map(source).collect();
     seen.sort_unstable();
@@ -83,7 +101,7 @@ fn quantization_round_trips_within_half_a_step() {
         let p = Prepared::new(&rows[0], cols);
         let mut s = Scratch::default();
         p.first_pass(&bytes, &mut s);
-        let width = p.width;
+        let (width, stride) = (p.width, p.stride);
         for (r, (row, q)) in rows.iter().zip(&s.rows).enumerate() {
             let what = format!("cols {cols} row {r}");
             let finite = row.iter().all(|v| v.is_finite());
@@ -100,7 +118,7 @@ fn quantization_round_trips_within_half_a_step() {
             if !q.sure {
                 continue;
             }
-            let packed = &s.bytes[r * width..(r + 1) * width];
+            let packed = &s.bytes[r * stride..r * stride + width];
             let mut err2 = 0.0;
             for c in 0..width {
                 let at = c / CHUNK * CHUNK + source(c % CHUNK);
