@@ -15,8 +15,8 @@
 //! first find the pages already mapped). `ROWS=N` keeps the first N rows, to
 //! time the arithmetic on data that stays in cache. `POPULATE=1` maps with
 //! `MAP_POPULATE` (page tables filled before the timed part).
-//! `EMBSCOPE_KERNEL=amx|avx512bf16|avx512|avx2|portable` forces a kernel;
-//! `EMBSCOPE_CPU_MASK=amx,avx512bf16,avx512,avx2` hides CPU features.
+//! `EMBSCOPE_KERNEL=avx512vnni|amx|avx512bf16|avx512|avx2|portable` forces a kernel;
+//! `EMBSCOPE_CPU_MASK=avx512vnni,amx,avx512bf16,avx512,avx2` hides CPU features.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

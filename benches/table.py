@@ -15,10 +15,11 @@ quartiles of wall time, then the derived figures:
 
 - 1 query against a plain all-cores read of the embedding (`kernel read`);
 - the cost of each extra query (64 queries against 1), with the default
-  kernel and with AMX hidden (`EMBSCOPE_CPU_MASK=amx`);
+  kernel, with AMX hidden (`EMBSCOPE_CPU_MASK=amx`) and with AVX512-VNNI
+  hidden (`EMBSCOPE_CPU_MASK=avx512vnni`, the paths before the int8 kernel);
 - the default kernel against the best forced one (`EMBSCOPE_KERNEL=...`)
   at 1, 4, 16 and 64 queries (forced: the contenders `avx512`,
-  `avx512bf16`, `amx` this CPU has; `--all-kernels` adds `avx2` and
+  `avx512bf16`, `amx`, `avx512vnni` this CPU has; `--all-kernels` adds `avx2` and
   `portable`, which take many seconds at 64 queries);
 - `check` of both matrices against the read of both;
 - peak RssAnon of 64 queries (sampled every millisecond from /proc).
@@ -124,7 +125,7 @@ def main():
         capture_output=True, text=True).stderr
     available = probe.strip().rsplit(": ", 1)[1].rstrip(")").split(", ")
     forced = [k for k in available
-              if args.all_kernels or k in ("avx512", "avx512bf16", "amx")]
+              if args.all_kernels or k in ("avx512", "avx512bf16", "amx", "avx512vnni")]
 
     cmds = []  # (label, argv, extra env)
     cmds.append(("read embedding", [bench, "read", shard[embed], embed], {}))
@@ -139,6 +140,9 @@ def main():
             cmds.append((f"{n} q {k}", nb(n), {"EMBSCOPE_KERNEL": k}))
     for n in (1, 64):
         cmds.append((f"{n} q default, amx masked", nb(n), {"EMBSCOPE_CPU_MASK": "amx"}))
+    for n in (1, 64):
+        cmds.append((f"{n} q default, avx512vnni masked", nb(n),
+                     {"EMBSCOPE_CPU_MASK": "avx512vnni"}))
     cmds.append(("check, no tokenizer", [embscope, "--json", "check", notok, "--no-progress"], {}))
     cmds.append(("check, with tokenizer", [embscope, "--json", "check", args.dir, "--no-progress"], {}))
 
@@ -172,7 +176,7 @@ def main():
     print()
     print(f"- 1 query / read: {med['1 q default'] / read:.2f}× (goal ≤ 1.2×)")
     cores = os.cpu_count()
-    for tag in ("default", "default, amx masked"):
+    for tag in ("default", "default, amx masked", "default, avx512vnni masked"):
         extra = (med[f"64 q {tag}"] - med[f"1 q {tag}"]) / 63
         extra_cpu = (cpu_med[f"64 q {tag}"] - cpu_med[f"1 q {tag}"]) / 63 / cores
         print(f"- per extra query, {tag}: {extra:.2f} ms wall, {extra_cpu:.2f} ms of CPU time "

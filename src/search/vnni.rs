@@ -565,8 +565,8 @@ fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
     assert!(t.block.len() >= rows * t.stride && t.hat.len() == nq * t.stride);
     assert!(dots.len() == rows * nq && t.width.is_multiple_of(CHUNK) && t.width <= t.stride);
     let row_tile = match nq {
-        ..=2 => 8,
-        ..=4 => 6,
+        0..=2 => 8,
+        3..=4 => 6,
         _ => 4,
     };
     // Query tiles outside: a tile's queries stay in L1 while the block's
@@ -680,11 +680,32 @@ fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &
             }
         }
     }
-    for r in 0..R {
-        for q in 0..Q {
-            dots[(r0 + r) * nq + q0 + q] = _mm512_reduce_add_epi32(acc[r][q]);
+    for (r, acc) in acc.iter().enumerate() {
+        let out = &mut dots[(r0 + r) * nq + q0..][..Q];
+        let (fours, rest) = out.as_chunks_mut::<4>();
+        for (g, four) in fours.iter_mut().enumerate() {
+            let sums = reduce4(acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]);
+            // SAFETY: `four` is 4 i32s, 16 bytes; storeu needs no alignment.
+            unsafe { _mm_storeu_si128(four.as_mut_ptr().cast(), sums) };
+        }
+        for (k, d) in rest.iter_mut().enumerate() {
+            *d = _mm512_reduce_add_epi32(acc[4 * fours.len() + k]);
         }
     }
+}
+
+/// The sums of the lanes of `a`, `b`, `c` and `d`, in that order: a
+/// transposing tree, cheaper than four separate reductions.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn reduce4(a: __m512i, b: __m512i, c: __m512i, d: __m512i) -> __m128i {
+    // Per 128-bit lane: (a0 + a2, b0 + b2, a1 + a3, b1 + b3), likewise c, d.
+    let ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    let cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    // Per 128-bit lane: the partial sums of a, b, c, d.
+    let s = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+    let s = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64::<1>(s));
+    _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s))
 }
 
 #[cfg(test)]

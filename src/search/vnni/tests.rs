@@ -120,9 +120,9 @@ fn quantization_round_trips_within_half_a_step() {
             }
             let packed = &s.bytes[r * stride..r * stride + width];
             let mut err2 = 0.0;
-            for c in 0..width {
+            for (c, &byte) in packed.iter().enumerate() {
                 let at = c / CHUNK * CHUNK + source(c % CHUNK);
-                let hat = i32::from(packed[c]) - 128;
+                let hat = i32::from(byte) - 128;
                 assert!((-127..=127).contains(&hat), "{what}");
                 let x = if at < cols { f64::from(row[at]) } else { 0.0 };
                 let e = x - f64::from(q.scale) * f64::from(hat);
