@@ -215,39 +215,77 @@ impl Prepared {
         self.first_pass(bytes, s);
         let nq = self.nq();
         assert_eq!(lists.len(), nq);
-        s.consts.clear();
-        s.consts.extend(self.consts(scorer));
-        for ((c, list), floor) in s.consts.iter_mut().zip(lists.iter()).zip(&floors.0) {
-            c.floor = list.tau.max(unkey(floor.load(Relaxed)));
+        // Per query, the factors of the checks, as arrays (the loop over
+        // queries below vectorizes), and the threshold: the higher of the
+        // list's and the shared one; -inf to always refine, +inf to skip.
+        let Scratch {
+            rows: quantized,
+            dots,
+            queries: qs,
+            ..
+        } = s;
+        qs.clear();
+        for ((c, list), floor) in self.consts(scorer).zip(lists.iter()).zip(&floors.0) {
+            let floor = list.tau.max(unkey(floor.load(Relaxed)));
+            let always = c.refine;
+            let thr = if c.skip {
+                f64::INFINITY
+            } else if always {
+                f64::NEG_INFINITY
+            } else {
+                floor
+            };
+            let zero = |x: f64| if always { 0.0 } else { x };
+            qs.push(
+                c.offset,
+                zero(c.score),
+                zero(c.hat),
+                zero(c.err),
+                thr,
+                floor,
+                always,
+            );
         }
         let row_bytes = 2 * self.cols;
-        for (i, row) in s.rows.iter().enumerate() {
+        for (i, row) in quantized.iter().enumerate() {
             let id = rows.start + i;
             if mask.is_some_and(|mask| !mask[id]) {
                 continue;
             }
             let bounds = scorer.row(row.norm2);
-            let factors = self.row_factors(row, &bounds, scorer.metric());
-            let stored = &bytes[i * row_bytes..(i + 1) * row_bytes];
-            for (q, c) in s.consts.iter().enumerate() {
-                if c.skip {
-                    continue;
-                }
-                let list = &mut lists[q];
-                if let Some(f) = factors.as_ref().filter(|_| !c.refine) {
-                    let (a, e) = c.estimate(f, s.dots[i * nq + q]);
-                    if a + e < c.floor.max(list.tau) {
-                        continue;
+            let sums = &dots[i * nq..(i + 1) * nq];
+            match self.row_factors(row, &bounds, scorer.metric()) {
+                Some(f) => {
+                    // Indexed arrays: this loop vectorizes.
+                    #[allow(clippy::needless_range_loop)]
+                    for q in 0..nq {
+                        let (a, e) =
+                            estimate(qs.score[q], qs.hat[q], qs.err[q], qs.offset[q], &f, sums[q]);
+                        qs.hit[q] = a + e >= qs.thr[q];
                     }
+                }
+                None => {
+                    for q in 0..nq {
+                        qs.hit[q] = qs.thr[q] != f64::INFINITY;
+                    }
+                }
+            }
+            let stored = &bytes[i * row_bytes..(i + 1) * row_bytes];
+            for (q, list) in lists.iter_mut().enumerate() {
+                if !qs.hit[q] {
+                    continue;
                 }
                 // SAFETY: the CPU has AVX-512 BF16 (`available` above).
                 let dot = unsafe { refine(stored, self.cols, &self.halves, q) };
                 scorer.offer_one(&bounds, id as u32, q, dot, list);
+                if !qs.always[q] {
+                    qs.thr[q] = qs.thr[q].max(list.tau);
+                }
             }
         }
-        for ((c, list), floor) in s.consts.iter().zip(lists.iter()).zip(&floors.0) {
-            if list.tau > c.floor {
-                floor.fetch_max(key(list.tau), Relaxed);
+        for ((&floor, list), shared) in qs.floor.iter().zip(lists.iter()).zip(&floors.0) {
+            if list.tau > floor {
+                shared.fetch_max(key(list.tau), Relaxed);
             }
         }
     }
@@ -264,7 +302,6 @@ impl Prepared {
             Consts {
                 refine: !skip && (!quant.sure || !qn.is_finite()),
                 skip,
-                floor: f64::NEG_INFINITY,
                 offset: quant.offset,
                 score: quant.scale * f,
                 hat: quant.hat_norm * f * up,
@@ -312,7 +349,8 @@ impl Prepared {
             let factors = self.row_factors(row, &scorer.row(row.norm2), scorer.metric());
             for (q, c) in consts.iter().enumerate() {
                 let f = factors.as_ref().filter(|_| !c.refine && !c.skip);
-                out.push(f.map(|f| c.estimate(f, s.dots[i * self.nq() + q])));
+                let sum = s.dots[i * self.nq() + q];
+                out.push(f.map(|f| estimate(c.score, c.hat, c.err, c.offset, f, sum)));
             }
         }
         out
@@ -374,8 +412,6 @@ struct Consts {
     refine: bool,
     /// Never offered (a zero query under cosine).
     skip: bool,
-    /// The threshold shared by all workers at the start of the block.
-    floor: f64,
     /// `128 * sum q^_i`.
     offset: i32,
     /// `s_q`, the score's factor.
@@ -399,17 +435,64 @@ struct Row {
     fixed: f64,
 }
 
-impl Consts {
-    /// The int8 score of a row with factors `r` and VNNI sum `sum`, and a
-    /// bound on its error (see the module docs).
-    #[inline]
-    fn estimate(&self, r: &Row, sum: i32) -> (f64, f64) {
-        let d = f64::from(sum.wrapping_sub(self.offset));
-        let a = self.score * r.score * d;
-        (
-            a,
-            self.hat * r.hat + self.err * r.err + r.fixed + SLACK * a.abs(),
-        )
+/// The int8 score of a row with factors `r` and VNNI sum `sum` against a
+/// query with factors `score`, `hat`, `err` and `offset` (see [`Consts`]),
+/// and a bound on its error (see the module docs).
+#[inline]
+fn estimate(score: f64, hat: f64, err: f64, offset: i32, r: &Row, sum: i32) -> (f64, f64) {
+    let d = f64::from(sum.wrapping_sub(offset));
+    let a = score * r.score * d;
+    (a, hat * r.hat + err * r.err + r.fixed + SLACK * a.abs())
+}
+
+/// One block's per-query factors and thresholds, as arrays.
+#[derive(Default)]
+struct QueryArrays {
+    offset: Vec<i32>,
+    score: Vec<f64>,
+    hat: Vec<f64>,
+    err: Vec<f64>,
+    /// The threshold a row's int8 upper bound must reach to be refined.
+    thr: Vec<f64>,
+    /// The threshold shared by all workers at the start of the block.
+    floor: Vec<f64>,
+    /// Always refined (`thr` stays -inf).
+    always: Vec<bool>,
+    /// Per query, refine the current row.
+    hit: Vec<bool>,
+}
+
+impl QueryArrays {
+    fn clear(&mut self) {
+        self.offset.clear();
+        self.score.clear();
+        self.hat.clear();
+        self.err.clear();
+        self.thr.clear();
+        self.floor.clear();
+        self.always.clear();
+        self.hit.clear();
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        offset: i32,
+        score: f64,
+        hat: f64,
+        err: f64,
+        thr: f64,
+        floor: f64,
+        always: bool,
+    ) {
+        self.offset.push(offset);
+        self.score.push(score);
+        self.hat.push(hat);
+        self.err.push(err);
+        self.thr.push(thr);
+        self.floor.push(floor);
+        self.always.push(always);
+        self.hit.push(false);
     }
 }
 
@@ -432,7 +515,7 @@ pub(super) struct Scratch {
     bytes: Vec<u8>,
     rows: Vec<RowQuant>,
     dots: Vec<i32>,
-    consts: Vec<Consts>,
+    queries: QueryArrays,
 }
 
 /// The source column of packed position `p` in a chunk. `quantize_row`
