@@ -255,15 +255,8 @@ impl Prepared {
             let bounds = scorer.row(row.norm2);
             let sums = &dots[i * nq..(i + 1) * nq];
             match self.row_factors(row, &bounds, scorer.metric()) {
-                Some(f) => {
-                    // Indexed arrays: this loop vectorizes.
-                    #[allow(clippy::needless_range_loop)]
-                    for q in 0..nq {
-                        let (a, e) =
-                            estimate(qs.score[q], qs.hat[q], qs.err[q], qs.offset[q], &f, sums[q]);
-                        qs.hit[q] = a + e >= qs.thr[q];
-                    }
-                }
+                // SAFETY: the CPU has AVX-512F (`available` above).
+                Some(f) => unsafe { qs.check(&f, sums) },
                 None => {
                     for q in 0..nq {
                         qs.hit[q] = qs.thr[q] != f64::INFINITY;
@@ -463,6 +456,20 @@ struct QueryArrays {
 }
 
 impl QueryArrays {
+    /// Sets `hit[q]` for each query whose int8 upper bound against a row
+    /// with factors `f` and VNNI sums `sums` reaches its threshold.
+    #[target_feature(enable = "avx512f")]
+    fn check(&mut self, f: &Row, sums: &[i32]) {
+        let n = sums.len();
+        let (score, hat, err) = (&self.score[..n], &self.hat[..n], &self.err[..n]);
+        let (offset, thr, hit) = (&self.offset[..n], &self.thr[..n], &mut self.hit[..n]);
+        // Indexed arrays of one length: this loop vectorizes.
+        for q in 0..n {
+            let (a, e) = estimate(score[q], hat[q], err[q], offset[q], f, sums[q]);
+            hit[q] = a + e >= thr[q];
+        }
+    }
+
     fn clear(&mut self) {
         self.offset.clear();
         self.score.clear();
