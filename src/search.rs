@@ -9,7 +9,8 @@
 //!
 //! The arithmetic takes one of several kernels (see `kernels`): AMX tile
 //! products or AVX-512 BF16 dot products straight on the stored bytes of a
-//! BF16 matrix, AVX-512 or AVX2 on blocks converted to f32, and a portable
+//! BF16 matrix, an AVX512-VNNI int8 first pass refined with AVX-512 BF16
+//! (see `vnni`), AVX-512 or AVX2 on blocks converted to f32, and a portable
 //! path everywhere else. Which one runs is measured per search on the
 //! matrix itself, or forced with `EMBSCOPE_KERNEL` (see `choose`). The
 //! kernels' f32 scores only pick a shortlist per query that provably holds

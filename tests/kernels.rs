@@ -146,6 +146,31 @@ fn masked_features_leave_the_portable_kernel() {
 }
 
 #[test]
+fn masking_avx512vnni_hides_the_int8_kernel() {
+    let model = fixture("llama-sharded");
+    let err = error_with(
+        &[
+            ("EMBSCOPE_KERNEL", "avx512vnni"),
+            ("EMBSCOPE_CPU_MASK", "avx512vnni"),
+        ],
+        &["neighbors", &model, "#7"],
+    );
+    let rest: Vec<String> = available("llama-sharded")
+        .into_iter()
+        .filter(|k| k != "avx512vnni")
+        .collect();
+    assert_eq!(
+        err,
+        format!(
+            "embscope: EMBSCOPE_KERNEL=avx512vnni is not available on this CPU for BF16 (available: {})",
+            rest.join(", ")
+        )
+    );
+    // It reads BF16 bytes: never offered for an F32 matrix.
+    assert!(!available("gpt2-tied").iter().any(|k| k == "avx512vnni"));
+}
+
+#[test]
 fn a_kernel_this_cpu_lacks_or_an_unknown_one_is_an_error() {
     let model = fixture("llama-sharded");
     // Hidden by the mask, so missing on every CPU.
@@ -184,6 +209,6 @@ fn a_kernel_this_cpu_lacks_or_an_unknown_one_is_an_error() {
     );
     assert_eq!(
         err,
-        "embscope: EMBSCOPE_CPU_MASK=avx512,sse9: `sse9` is not a feature it can hide (features: avx2, avx512, avx512bf16, amx)"
+        "embscope: EMBSCOPE_CPU_MASK=avx512,sse9: `sse9` is not a feature it can hide (features: avx2, avx512, avx512bf16, amx, avx512vnni)"
     );
 }

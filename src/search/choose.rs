@@ -2,7 +2,9 @@
 //! measured on the matrix itself.
 //!
 //! Without `EMBSCOPE_KERNEL`, the contenders are the BF16 kernels the CPU
-//! has (for a BF16 matrix) and its widest f32 kernel. On a matrix of at
+//! has (for a BF16 matrix: AMX, AVX-512 BF16 and the AVX512-VNNI int8
+//! kernel, whose probe times its quantization and int8 pass, not its
+//! refinement of the few rows near the top) and its widest f32 kernel. On a matrix of at
 //! least [`PROBE_MIN_BYTES`], each contender scores the same first
 //! [`PROBE_BYTES`] of rows against the real queries, interleaved over
 //! [`PROBE_ROUNDS`] rounds after one warm-up run (which faults the pages
@@ -13,9 +15,10 @@
 //! on it takes fewer rows, down to 32.) Results do not depend on the
 //! choice: the search re-scores its shortlist exactly.
 //!
-//! `EMBSCOPE_CPU_MASK=amx,avx512bf16,...` hides CPU features from detection
-//! (hiding `avx512` hides the BF16 and AMX kernels too, as they need it), so
-//! a benchmark can time a machine without them.
+//! `EMBSCOPE_CPU_MASK=amx,avx512bf16,avx512vnni,...` hides CPU features from
+//! detection (hiding `avx512` hides the BF16, AMX and VNNI kernels too, as
+//! they need it, and hiding `avx512bf16` the VNNI kernel, which refines with
+//! it), so a benchmark can time a machine without them.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -43,7 +46,7 @@ const PROBE_ROUNDS: usize = 3;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KernelChoice {
     /// As `EMBSCOPE_KERNEL` spells it: `portable`, `avx2`, `avx512`,
-    /// `avx512bf16` or `amx`.
+    /// `avx512bf16`, `amx` or `avx512vnni`.
     pub name: &'static str,
     /// Why: forced, the only contender, or the measured speeds.
     pub reason: String,

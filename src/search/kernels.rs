@@ -116,7 +116,8 @@ impl Kernel {
         }
     }
 
-    /// Every kernel this CPU runs for `dtype`, slowest first.
+    /// Every kernel this CPU runs for `dtype`, slowest first (for one
+    /// query).
     pub(super) fn available(dtype: Dtype) -> Vec<Kernel> {
         #[allow(unused_mut)]
         let mut all = vec![Kernel::Portable];
@@ -128,15 +129,17 @@ impl Kernel {
             if super::x86::has_avx512() {
                 all.push(Kernel::Avx512);
             }
+            // Before AVX-512 BF16: with one query it is slower (it quantizes
+            // every row), and a matrix too small to measure takes the last.
+            if dtype == Dtype::BF16 && super::vnni::available() {
+                all.push(Kernel::Avx512Vnni);
+            }
             if dtype == Dtype::BF16 && super::x86::has_avx512bf16() {
                 all.push(Kernel::Avx512Bf16);
             }
             #[cfg(target_os = "linux")]
             if dtype == Dtype::BF16 && super::amx::available() {
                 all.push(Kernel::Amx);
-            }
-            if dtype == Dtype::BF16 && super::vnni::available() {
-                all.push(Kernel::Avx512Vnni);
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
