@@ -1,0 +1,244 @@
+//! The VNNI kernel's SIMD code: quantizing a row, the register-blocked
+//! int8 tiles, and the AVX-512 BF16 refinement of one row and query.
+//!
+//! A tile is 4 rows × 6 queries (8 × 2 or 6 × 4 for fewer queries): per
+//! 64-column step each row vector is loaded once for all the tile's
+//! queries and each query vector once for all its rows, into 24 i32
+//! accumulators held in registers. Query tiles are the outer loop, so a
+//! tile's queries (24 KiB for 4096 columns) stay in L1 while the block's
+//! rows stream from L2; rows and queries lie a chunk more than their width
+//! apart, so the same column of all of them does not fall in one L1 set.
+//!
+//! Every function here is `#[target_feature]`; the caller (`vnni`) checks
+//! the CPU first.
+
+use std::arch::x86_64::*;
+use std::array::from_fn;
+
+use super::super::bf16::{Halves, chunk_mask, load_bf16};
+use super::{CHUNK, QUERY_TILE, RowQuant, TINY};
+
+/// Quantizes one stored BF16 row (`row`, `cols` values) into `out` (its
+/// width, in packed order), with its squared norms.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant {
+    assert!(row.len() == 2 * cols && out.len() == cols.div_ceil(CHUNK) * CHUNK);
+    let p = row.as_ptr();
+    // The largest |value| from the bits: for finite values, the order of
+    // the magnitudes' bit patterns is the order of the magnitudes.
+    let mut mx = _mm512_setzero_si512();
+    for c in (0..cols).step_by(32) {
+        let mask = chunk_mask(cols, c);
+        // SAFETY: `mask` selects columns c..min(c + 32, cols), inside `row`.
+        let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.add(2 * c).cast()) };
+        mx = _mm512_max_epu16(mx, _mm512_and_si512(v, _mm512_set1_epi16(0x7fff)));
+    }
+    let lo = _mm512_and_si512(mx, _mm512_set1_epi32(0xffff));
+    let max_bits = _mm512_reduce_max_epu32(_mm512_max_epu32(lo, _mm512_srli_epi32(mx, 16)));
+    let max = f32::from_bits(max_bits << 16);
+    let sure = max_bits < 0x7f80 && max >= TINY;
+    // `inv` a hair below 127 / max, so |x * inv| rounds to at most 127.
+    let (scale, inv) = if sure {
+        (max / 127.0, 127.0 / max * (1.0 - 1.0 / (1u32 << 20) as f32))
+    } else {
+        (0.0, 0.0)
+    };
+    let (vscale, vinv) = (_mm512_set1_ps(scale), _mm512_set1_ps(inv));
+    let mut norm = [_mm512_setzero_ps(); 4];
+    let mut err = [_mm512_setzero_ps(); 4];
+    for c in (0..out.len()).step_by(CHUNK) {
+        let mut ints = [_mm512_setzero_si512(); 4];
+        for half in 0..2 {
+            let c0 = c + 32 * half;
+            let mask = if c0 < cols { chunk_mask(cols, c0) } else { 0 };
+            // SAFETY: `mask` selects columns inside `row` (none past it).
+            let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.add(2 * c0.min(cols)).cast()) };
+            // The even columns, then the odd ones, as f32 (one instruction
+            // each: a BF16 value is the high half of an f32).
+            let parts = [
+                _mm512_slli_epi32::<16>(v),
+                _mm512_and_si512(v, _mm512_set1_epi32(-0x1_0000)),
+            ];
+            for (k, part) in parts.into_iter().enumerate() {
+                let j = 2 * half + k;
+                let x = _mm512_castsi512_ps(part);
+                norm[j] = _mm512_fmadd_ps(x, x, norm[j]);
+                let i = _mm512_cvtps_epi32(_mm512_mul_ps(x, vinv));
+                let e = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(i), vscale, x);
+                err[j] = _mm512_fmadd_ps(e, e, err[j]);
+                ints[j] = i;
+            }
+        }
+        let ab = _mm512_packs_epi32(ints[0], ints[1]);
+        let cd = _mm512_packs_epi32(ints[2], ints[3]);
+        let bytes = _mm512_xor_si512(_mm512_packs_epi16(ab, cd), _mm512_set1_epi8(-128));
+        // SAFETY: `out` holds whole chunks; c + 64 <= out.len().
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(c).cast(), bytes) };
+    }
+    let sum = |a: [__m512; 4]| {
+        _mm512_reduce_add_ps(_mm512_add_ps(
+            _mm512_add_ps(a[0], a[1]),
+            _mm512_add_ps(a[2], a[3]),
+        ))
+    };
+    RowQuant {
+        sure,
+        scale,
+        norm2: sum(norm),
+        err2: sum(err),
+    }
+}
+
+/// Every row tile of the quantized block against every query tile:
+/// `dots[i * nq + q]` = the VNNI sum of packed row `i` and query `q`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub(super) fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
+    let nq = t.nq;
+    assert!(t.block.len() >= rows * t.stride && t.hat.len() == nq * t.stride);
+    assert!(dots.len() == rows * nq && t.width.is_multiple_of(CHUNK) && t.width <= t.stride);
+    let row_tile = match nq {
+        0..=2 => 8,
+        3..=4 => 6,
+        _ => 4,
+    };
+    // Query tiles outside: a tile's queries stay in L1 while the block's
+    // rows stream from L2, fewer bytes per step than the other way round.
+    let mut q0 = 0;
+    while q0 < nq {
+        let qn = (nq - q0).min(QUERY_TILE);
+        let mut r0 = 0;
+        while r0 < rows {
+            let rn = if rows - r0 >= row_tile { row_tile } else { 1 };
+            macro_rules! tiles {
+                ($(($r:literal, $q:literal)),*) => {
+                    match (rn, qn) {
+                        $(($r, $q) => tile::<$r, $q>(t, r0, q0, dots),)*
+                        _ => unreachable!("tile {rn} x {qn}"),
+                    }
+                };
+            }
+            tiles!(
+                (8, 1),
+                (8, 2),
+                (6, 3),
+                (6, 4),
+                (4, 1),
+                (4, 2),
+                (4, 3),
+                (4, 4),
+                (4, 5),
+                (4, 6),
+                (1, 1),
+                (1, 2),
+                (1, 3),
+                (1, 4),
+                (1, 5),
+                (1, 6)
+            );
+            r0 += rn;
+        }
+        q0 += qn;
+    }
+}
+
+/// Query `q`'s dot product with one stored BF16 row (`row`, `cols`
+/// values), as `row . hi + row . lo` (`row . hi` alone for a query exact
+/// in BF16): AVX-512 BF16 in four accumulators taking 32 columns in turn,
+/// then summed (see `Kernel::depth`).
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+pub(super) fn refine(row: &[u8], cols: usize, queries: &Halves, q: usize) -> f32 {
+    let span = q * cols..(q + 1) * cols;
+    let (hi, lo) = (&queries.hi[span.clone()], &queries.lo[span]);
+    assert_eq!(row.len(), 2 * cols);
+    let (rp, hp, lp) = (
+        row.as_ptr(),
+        hi.as_ptr().cast::<u8>(),
+        lo.as_ptr().cast::<u8>(),
+    );
+    let with_lo = !queries.exact[q];
+    let mut acc = [_mm512_setzero_ps(); 4];
+    for g in (0..cols).step_by(128) {
+        for (j, acc) in acc.iter_mut().enumerate() {
+            let c = g + 32 * j;
+            if c >= cols {
+                break;
+            }
+            let mask = chunk_mask(cols, c);
+            // SAFETY: `mask` selects columns c..min(c + 32, cols), inside
+            // `row`, `hi` and `lo` (checked above).
+            let x = unsafe { load_bf16(rp.add(2 * c), mask) };
+            // SAFETY: as above.
+            *acc = _mm512_dpbf16_ps(*acc, x, unsafe { load_bf16(hp.add(2 * c), mask) });
+            if with_lo {
+                // SAFETY: as above.
+                *acc = _mm512_dpbf16_ps(*acc, x, unsafe { load_bf16(lp.add(2 * c), mask) });
+            }
+        }
+    }
+    _mm512_reduce_add_ps(_mm512_add_ps(
+        _mm512_add_ps(acc[0], acc[1]),
+        _mm512_add_ps(acc[2], acc[3]),
+    ))
+}
+
+/// What every tile of one block reads.
+pub(super) struct Tiles<'a> {
+    /// The quantized rows, `stride` bytes apart.
+    pub(super) block: &'a [u8],
+    /// The bytes of a row or query that count (a multiple of 64).
+    pub(super) width: usize,
+    pub(super) stride: usize,
+    /// The quantized queries, `stride` bytes apart.
+    pub(super) hat: &'a [i8],
+    pub(super) nq: usize,
+}
+
+/// One tile of `R` rows from `r0` × `Q` queries from `q0`, 64 columns per
+/// step into `R × Q` i32 accumulators.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &mut [i32]) {
+    let (width, stride, nq) = (t.width, t.stride, t.nq);
+    assert!((r0 + R) * stride <= t.block.len() && (q0 + Q) * stride <= t.hat.len());
+    assert!((r0 + R - 1) * nq + q0 + Q <= dots.len());
+    let row_ptr: [*const u8; R] = from_fn(|r| t.block[(r0 + r) * stride..].as_ptr());
+    let hat_ptr: [*const i8; Q] = from_fn(|q| t.hat[(q0 + q) * stride..].as_ptr());
+    let mut acc = [[_mm512_setzero_si512(); Q]; R];
+    for c in (0..width).step_by(CHUNK) {
+        // SAFETY: the asserts above put bytes c..c + 64 of rows r0..r0 + R
+        // and of queries q0..q0 + Q inside `block` and `hat`.
+        let x: [__m512i; R] = from_fn(|r| unsafe { _mm512_loadu_si512(row_ptr[r].add(c).cast()) });
+        for q in 0..Q {
+            // SAFETY: as above.
+            let h = unsafe { _mm512_loadu_si512(hat_ptr[q].add(c).cast()) };
+            for r in 0..R {
+                acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], x[r], h);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        let out = &mut dots[(r0 + r) * nq + q0..][..Q];
+        let (fours, rest) = out.as_chunks_mut::<4>();
+        for (g, four) in fours.iter_mut().enumerate() {
+            let sums = reduce4(acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]);
+            // SAFETY: `four` is 4 i32s, 16 bytes; storeu needs no alignment.
+            unsafe { _mm_storeu_si128(four.as_mut_ptr().cast(), sums) };
+        }
+        for (k, d) in rest.iter_mut().enumerate() {
+            *d = _mm512_reduce_add_epi32(acc[4 * fours.len() + k]);
+        }
+    }
+}
+
+/// The sums of the lanes of `a`, `b`, `c` and `d`, in that order: a
+/// transposing tree, cheaper than four separate reductions.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn reduce4(a: __m512i, b: __m512i, c: __m512i, d: __m512i) -> __m128i {
+    // Per 128-bit lane: (a0 + a2, b0 + b2, a1 + a3, b1 + b3), likewise c, d.
+    let ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    let cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    // Per 128-bit lane: the partial sums of a, b, c, d.
+    let s = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+    let s = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64::<1>(s));
+    _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s))
+}
