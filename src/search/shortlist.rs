@@ -31,6 +31,11 @@
 //! The shortlist is usually k plus a few rows; when many rows tie within
 //! the bound (for example, identical rows), it holds them all (8 bytes
 //! each).
+//!
+//! The VNNI kernel (`vnni`) filters first with a much wider int8 bound
+//! against the same threshold, and offers only the rows it cannot rule out,
+//! re-scored with AVX-512 BF16, through [`Scorer::row`] and
+//! [`Scorer::offer_one`].
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -178,11 +183,13 @@ impl Scorer {
     }
 
     /// The metric scored.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) fn metric(&self) -> Metric {
         self.metric
     }
 
     /// Query `q`'s exact norm.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) fn q_norm(&self, q: usize) -> f64 {
         self.q_norm[q]
     }
@@ -199,6 +206,7 @@ pub(super) struct RowBounds {
     /// `1 / norm` from the kernel's norm, 0 when not `trusted`.
     pub(super) inv: f64,
     /// A bound on the error of the kernel's norm.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) err_norm: f64,
     /// The cosine error bound, minus `per_q / |q|`.
     fixed: f64,
