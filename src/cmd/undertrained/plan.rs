@@ -137,14 +137,18 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
             || -> Result<_, E> {
                 let _ = held.set(clock.time("vocabulary", load)?);
                 let vocab = held.get().and_then(Held::get);
-                let reference = reference::resolve(&req.reference, vocab, m.rows, m.name)?;
+                let reference = clock.time("reference set", || {
+                    reference::resolve(&req.reference, vocab, m.rows, m.name)
+                })?;
                 // The reachability test's tokenizer: the file parsed (to cut
                 // it down, see `reach`), or else the full one built.
                 let parsing = match vocab.filter(|_| req.reachability && req.top > 0) {
-                    Some(v) if reach::cuts_down(v) => std::fs::read(v.file()).ok().map(|b| {
-                        let bytes = source.get_or_init(|| b);
-                        s.spawn(move || clock.time("tokenizer parse", || reach::parse(bytes)))
-                    }),
+                    Some(v) if reach::cuts_down(v) => Some(s.spawn(move || {
+                        clock.time("tokenizer parse", || {
+                            let bytes = std::fs::read(v.file()).ok()?;
+                            reach::parse(source.get_or_init(|| bytes))
+                        })
+                    })),
                     Some(v) => {
                         s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
                         None
