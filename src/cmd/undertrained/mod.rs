@@ -33,6 +33,8 @@ pub use score::{Histogram, STRONG};
 
 use std::sync::OnceLock;
 
+use rayon::prelude::*;
+
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
 use crate::roles::{Roles, Which};
@@ -347,8 +349,9 @@ fn scored_indicators(ind: &Indicators) -> (Vec<&'static str>, Vec<Vec<f64>>) {
             !with_reference,
         ),
     ];
+    // One indicator per core: each takes a few medians of every row.
     candidates
-        .into_iter()
+        .into_par_iter()
         .filter_map(|(name, values, dir, wanted)| {
             let values = values.as_ref().filter(|_| wanted)?;
             Some((name, score::robust_z(values, dir)))
