@@ -1,17 +1,22 @@
 //! What `undertrained` runs alongside what, and how long each stage took
 //! (shown with `-v`).
 //!
-//! Two things start at once: the head's principal component from its row
-//! sample (it needs nothing else; see `component`), and the vocabulary
-//! load followed by the reference set and the embedding's streaming pass.
-//! The sample's reads are scattered and wait on memory latency, the pass
-//! streams at memory bandwidth, so the two share the cores well. The
-//! reachability test's tokenizer file is parsed on a thread of its own
-//! meanwhile. The head's pass, which needs both the component and the
-//! reference mean, comes last. Each matrix is streamed once: the passes
-//! are one per matrix, the sample adds a fraction of one.
+//! Three things start at once: the head's principal component from its
+//! row sample (it needs nothing else; see `component`), the embedding's
+//! streaming pass, and the vocabulary load followed by the reference set.
+//! The embedding's reference mean reaches the pass when the set is known;
+//! the blocks it read before that are read again for `r·m` alone (see
+//! `pass::catch_up`), a fraction of the matrix, instead of the whole pass
+//! waiting for the vocabulary. The sample's reads are short runs that wait
+//! on memory latency, the pass streams at memory bandwidth, the load is
+//! parsing: they share the cores well. The reachability test's tokenizer
+//! file is parsed on a thread of its own meanwhile. The head's pass, which
+//! needs both the component and the reference mean, comes last. Each
+//! matrix is streamed once (`passes` counts these); the sample and the
+//! catch-up add a fraction of a read each.
 
 use std::sync::{Mutex, OnceLock};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use super::component::{self, Component};
@@ -126,46 +131,42 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
             &format!("undertrained: `{}`", m.name()),
         )
     };
+    let embed = m.embed.filter(|_| !m.tied);
+    let embed_bar = embed.map(bar);
+    // The embedding's reference mean, set once the vocabulary is loaded.
+    let embed_mean = pass::Mean::new();
     std::thread::scope(|s| {
-        let (pc, loaded) = rayon::join(
+        let (pc, (embed_sums, loaded)) = rayon::join(
             || {
                 let h = m.head?;
                 Some(clock.time("component sample", || {
                     component::sampled(h, component::SAMPLE_ROWS)
                 }))
             },
-            || -> Result<_, E> {
-                let _ = held.set(clock.time("vocabulary", load)?);
-                let vocab = held.get().and_then(Held::get);
-                let reference = clock.time("reference set", || {
-                    reference::resolve(&req.reference, vocab, m.rows, m.name)
-                })?;
-                // The reachability test's tokenizer: the file parsed (to cut
-                // it down, see `reach`), or else the full one built.
-                let parsing = match vocab.filter(|_| req.reachability && req.top > 0) {
-                    Some(v) if reach::cuts_down(v) => Some(s.spawn(move || {
-                        clock.time("tokenizer parse", || {
-                            let bytes = std::fs::read(v.file()).ok()?;
-                            reach::parse(source.get_or_init(|| bytes))
-                        })
-                    })),
-                    Some(v) => {
-                        s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
-                        None
-                    }
-                    None => None,
-                };
-                let embed = m.embed.filter(|_| !m.tied).map(|e| {
-                    clock.time("embedding pass", || {
-                        let mean = mean_of(e, &reference.ids);
-                        let sums = pass::sums(e, mean.as_deref(), None, &bar(e));
-                        (mean, sums)
-                    })
-                });
-                Ok((reference, parsing, embed))
+            || {
+                rayon::join(
+                    || {
+                        let (e, bar) = embed.zip(embed_bar.as_ref())?;
+                        Some(clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar)))
+                    },
+                    || -> Result<_, E> {
+                        let loaded = load_reference(m, req, load, held, clock);
+                        let reference = match loaded {
+                            Ok(r) => r,
+                            Err(e) => {
+                                // Nothing is scored: stop the pass.
+                                embed_bar.as_ref().inspect(|b| b.cancel());
+                                return Err(e);
+                            }
+                        };
+                        let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
+                        let vocab = held.get().and_then(Held::get);
+                        Ok((reference, tokenizer(vocab, req, s, source, clock)))
+                    },
+                )
             },
         );
-        let (reference, parsing, embed) = loaded?;
+        let (reference, parsing) = loaded?;
         let mut out = Measured {
             ind: Indicators::default(),
             reference,
@@ -174,10 +175,15 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
             component_rows: 0,
             component_iterations: 0,
         };
-        if let Some((mean, sums)) = embed {
+        if let Some(mut sums) = embed_sums {
+            let e = embed.expect("an embedding pass");
+            let mean = embed_mean.get().and_then(Option::as_ref);
+            if let Some(mean) = mean.filter(|_| !sums.pending.is_empty()) {
+                clock.time("embedding catch-up", || pass::catch_up(e, &mut sums, mean));
+            }
             out.passes += 1;
             out.ind.embed_norm = Some(norms(&sums));
-            out.ind.embed_distance = mean.as_ref().map(|mean| distances(&sums, mean));
+            out.ind.embed_distance = mean.map(|mean| distances(&sums, mean));
         }
         if let Some(h) = m.head {
             head(h, pc, m.tied, &mut out, &bar(h), clock);
@@ -185,6 +191,46 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
         out.parsed = parsing.and_then(|p| p.join().ok().flatten());
         Ok(out)
     })
+}
+
+/// Loads the vocabulary into `held` and resolves the reference set.
+fn load_reference<'v, E: From<crate::Error>>(
+    m: &Matrices,
+    req: &Request,
+    load: impl FnOnce() -> Result<Held<'v>, E>,
+    held: &OnceLock<Held<'v>>,
+    clock: &Clock,
+) -> Result<Reference, E> {
+    let _ = held.set(clock.time("vocabulary", load)?);
+    let vocab = held.get().and_then(Held::get);
+    Ok(clock.time("reference set", || {
+        reference::resolve(&req.reference, vocab, m.rows, m.name)
+    })?)
+}
+
+/// Starts the reachability test's tokenizer on a thread of `s`: the file
+/// parsed (to cut it down, see `reach`; its bytes kept in `source`), or
+/// else the full tokenizer built.
+fn tokenizer<'scope, 's: 'scope>(
+    vocab: Option<&'s Vocab>,
+    req: &Request,
+    s: &'scope Scope<'scope, '_>,
+    source: &'s OnceLock<Vec<u8>>,
+    clock: &'scope Clock,
+) -> Option<ScopedJoinHandle<'scope, Option<Parsed<'s>>>> {
+    match vocab.filter(|_| req.reachability && req.top > 0) {
+        Some(v) if reach::cuts_down(v) => Some(s.spawn(move || {
+            clock.time("tokenizer parse", || {
+                let bytes = std::fs::read(v.file()).ok()?;
+                reach::parse(source.get_or_init(|| bytes))
+            })
+        })),
+        Some(v) => {
+            s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
+            None
+        }
+        None => None,
+    }
 }
 
 /// The head's pass, against its component when there is a reference mean.
@@ -196,22 +242,22 @@ fn head(
     bar: &Progress,
     clock: &Clock,
 ) {
-    let mean = mean_of(h, &out.reference.ids);
+    let known = pass::Mean::from(mean_of(h, &out.reference.ids));
+    let mean = known.get().and_then(Option::as_ref);
     let pc = pc.filter(|_| mean.is_some());
     if let Some(c) = &pc {
         (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
     }
     let pcv = pc.as_ref().map(|c| c.v.as_slice());
-    let sums = clock.time("head pass", || pass::sums(h, mean.as_deref(), pcv, bar));
+    let sums = clock.time("head pass", || pass::sums(h, &known, pcv, bar));
     out.passes += 1;
     let ind = &mut out.ind;
     ind.head_cosine = mean
-        .as_ref()
         .zip(pcv)
         .and_then(|(mean, pc)| cosines(&sums, pc, mean));
     if tied {
         ind.embed_norm = Some(norms(&sums));
-        ind.embed_distance = mean.as_ref().map(|mean| distances(&sums, mean));
+        ind.embed_distance = mean.map(|mean| distances(&sums, mean));
     } else {
         ind.head_norm = Some(norms(&sums));
     }
