@@ -136,7 +136,18 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
     // The embedding's reference mean, set once the vocabulary is loaded.
     let embed_mean = pass::Mean::new();
     std::thread::scope(|s| {
-        let (pc, (embed_sums, loaded)) = rayon::join(
+        // The load on a thread of its own: as a task of the pool it would
+        // wait for a free worker, that is for the passes.
+        let loading = s.spawn(|| -> Result<_, E> {
+            let reference = load_reference(m, req, load, held, clock).inspect_err(|_| {
+                // Nothing will be scored: stop the pass.
+                embed_bar.as_ref().inspect(|b| b.cancel());
+            })?;
+            let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
+            let vocab = held.get().and_then(Held::get);
+            Ok((reference, tokenizer(vocab, req, s, source, clock)))
+        });
+        let (pc, embed_sums) = rayon::join(
             || {
                 let h = m.head?;
                 Some(clock.time("component sample", || {
@@ -144,28 +155,13 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
                 }))
             },
             || {
-                rayon::join(
-                    || {
-                        let (e, bar) = embed.zip(embed_bar.as_ref())?;
-                        Some(clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar)))
-                    },
-                    || -> Result<_, E> {
-                        let loaded = load_reference(m, req, load, held, clock);
-                        let reference = match loaded {
-                            Ok(r) => r,
-                            Err(e) => {
-                                // Nothing is scored: stop the pass.
-                                embed_bar.as_ref().inspect(|b| b.cancel());
-                                return Err(e);
-                            }
-                        };
-                        let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
-                        let vocab = held.get().and_then(Held::get);
-                        Ok((reference, tokenizer(vocab, req, s, source, clock)))
-                    },
-                )
+                let (e, bar) = embed.zip(embed_bar.as_ref())?;
+                Some(clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar)))
             },
         );
+        let loaded = loading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         let (reference, parsing) = loaded?;
         let mut out = Measured {
             ind: Indicators::default(),
