@@ -168,7 +168,7 @@ pub fn run_loading<E: From<Error> + Send>(
     load: impl FnOnce() -> std::result::Result<Option<Vocab>, E> + Send,
     req: &Request,
 ) -> std::result::Result<UndertrainedReport, E> {
-    analyse(ckpt, roles, || load().map(Held::Loaded), req)
+    analyse(ckpt, roles, || Ok(Held::Loaded(load()?.map(Box::new))), req)
 }
 
 fn analyse<'v, E: From<Error> + Send>(

@@ -77,14 +77,14 @@ impl Clock {
 /// The vocabulary: given by the caller, or loaded during the run.
 pub(super) enum Held<'v> {
     Given(Option<&'v Vocab>),
-    Loaded(Option<Vocab>),
+    Loaded(Option<Box<Vocab>>),
 }
 
 impl Held<'_> {
     pub fn get(&self) -> Option<&Vocab> {
         match self {
             Held::Given(v) => *v,
-            Held::Loaded(v) => v.as_ref(),
+            Held::Loaded(v) => v.as_deref(),
         }
     }
 }
