@@ -5,8 +5,8 @@
 //! - head (the unembedding; the embedding itself when tied): the cosine
 //!   between the row and the mean of the reference rows, both with the first
 //!   principal component of the matrix removed (the component, of the
-//!   mean-centred rows, is found by power iteration over an evenly strided
-//!   sample of rows, see `component`, then one streaming pass scores every
+//!   mean-centred rows, is found by power iteration over evenly spaced
+//!   runs of rows, see `component`, then one streaming pass scores every
 //!   row, see `pass`);
 //! - embedding: the L2 norm, and the Euclidean distance to the reference mean.
 //!
@@ -14,6 +14,9 @@
 //! combined score is their mean (see `score`): the head cosine and the
 //! embedding distance with a reference set, the norms without one. Rows are
 //! ranked by it; a row is a strong candidate at [`score::STRONG`] or more.
+//! The vocabulary load, the component and the passes run alongside each
+//! other where they can (see `plan`); `indicators` turns the passes' sums
+//! into the indicators.
 
 mod component;
 mod indicators;
