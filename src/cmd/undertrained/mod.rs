@@ -25,6 +25,7 @@ mod pass;
 mod plan;
 mod reach;
 mod reference;
+mod release;
 mod score;
 
 use serde::Serialize;
@@ -160,18 +161,21 @@ pub fn run(
     vocab: Option<&Vocab>,
     req: &Request,
 ) -> Result<UndertrainedReport> {
-    analyse(ckpt, roles, || Ok(Held::Given(vocab)), req)
+    analyse(ckpt, roles, || Ok(Held::Given(vocab)), req, false)
 }
 
 /// Runs the analysis, loading the vocabulary with `load` while the first
-/// reads of the matrices run (see `plan`).
+/// reads of the matrices run (see `plan`), for a caller that reads nothing
+/// more of the matrices: their mapped pages are let go on all cores once
+/// the passes are done (see `release`).
 pub fn run_loading<E: From<Error> + Send>(
     ckpt: &Checkpoint,
     roles: &Roles,
     load: impl FnOnce() -> std::result::Result<Option<Vocab>, E> + Send,
     req: &Request,
 ) -> std::result::Result<UndertrainedReport, E> {
-    analyse(ckpt, roles, || Ok(Held::Loaded(load()?.map(Box::new))), req)
+    let load = || Ok(Held::Loaded(load()?.map(Box::new)));
+    analyse(ckpt, roles, load, req, true)
 }
 
 fn analyse<'v, E: From<Error> + Send>(
@@ -179,6 +183,7 @@ fn analyse<'v, E: From<Error> + Send>(
     roles: &Roles,
     load: impl FnOnce() -> std::result::Result<Held<'v>, E> + Send,
     req: &Request,
+    release: bool,
 ) -> std::result::Result<UndertrainedReport, E> {
     let clock = Clock::start();
     let embed_t = match req.matrix {
@@ -225,6 +230,13 @@ fn analyse<'v, E: From<Error> + Send>(
         component_rows,
         component_iterations,
     } = plan::measure(&matrices, req, load, &held, &source, &clock)?;
+    if release {
+        let read: Vec<_> = [embed.and(embed_t), head.and(head_t)]
+            .into_iter()
+            .flatten()
+            .collect();
+        clock.time("release pages", || release::release(ckpt, &read));
+    }
     let vocab = held.get().and_then(Held::get);
     if reference.ids.is_empty() {
         notes.push(match (&req.reference, vocab) {
