@@ -308,6 +308,7 @@ fn verbose_names_each_stage_with_its_time() {
         "scores",
         "reachability",
         "tokenizer parse",
+        "release pages",
     ] {
         assert!(stages.contains(&want), "no stage {want:?} in {err}");
     }
