@@ -14,7 +14,9 @@
 # a busy machine slows both alike. The table shows medians of the wall time
 # and the largest RssAnon seen (polled every 10 ms), for the default run
 # (head and embedding), the same without the reachability test (which
-# builds the full tokenizer), the head alone and the embedding alone.
+# parses tokenizer.json a second time), the head alone and the embedding
+# alone; then the load average, and the stages of one more default run as
+# `-v` prints them (start and duration of each, several run at once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-/work/bench-data/llama3}
@@ -77,3 +79,6 @@ for mode in "" "--no-reachable" "--matrix head" "--matrix embed"; do
         row "$BASE" "base " "$mode"
     fi
 done
+
+uptime
+"$EMB" -v --no-progress undertrained "$MODEL" 2>&1 >/dev/null | grep '^stage:'

@@ -273,9 +273,20 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
         progress: !cli.global.quiet && !cli.global.no_progress,
     };
     let (ckpt, roles) = open(&args.model, cli)?;
-    let vocab = load_vocab(&ckpt)?;
-    let report = undertrained::run(&ckpt, &roles, vocab.as_ref(), &req)?;
+    // The tokenizer loads while the first reads of the matrices run.
+    let report = undertrained::run_loading(&ckpt, &roles, || load_vocab(&ckpt), &req)?;
     print_notes(cli, &report.notes);
+    if cli.global.verbose && !cli.global.quiet {
+        for s in &report.stages {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "stage: {} {:.1} ms (from {:.1} ms)",
+                s.name,
+                ms(s.took),
+                ms(s.start)
+            );
+        }
+    }
     render::emit(&report, cli.global.json, &Style::detect(cli.global.color))?;
     Ok(())
 }

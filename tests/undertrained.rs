@@ -1,6 +1,7 @@
 //! `undertrained`: the planted untrained rows of `fixtures/untrained` rank
 //! first by every indicator, clean fixtures have no strong candidate,
-//! `--reference` is parsed strictly, and `check` points to the command.
+//! `--reference` is parsed strictly, `check` points to the command, and
+//! `-v` times each stage.
 
 use std::collections::BTreeSet;
 
@@ -274,4 +275,49 @@ fn check_points_to_the_command() {
             "{clean}: {v}"
         );
     }
+}
+
+#[test]
+fn verbose_names_each_stage_with_its_time() {
+    let model = fixture("untrained");
+    let out = embscope()
+        .args(["-v", "--no-progress", "undertrained", &model, "--json"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stages: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("stage: "))
+        .map(|l| {
+            // `NAME T ms (from S ms)`
+            let (name, times) = l.split_once(|c: char| c.is_ascii_digit()).expect(l);
+            assert!(
+                times.ends_with(" ms)") && times.contains(" ms (from "),
+                "{l}"
+            );
+            name.trim_end()
+        })
+        .collect();
+    for want in [
+        "vocabulary",
+        "reference set",
+        "component sample",
+        "embedding pass",
+        "head pass",
+        "scores",
+        "reachability",
+        "tokenizer parse",
+        "release pages",
+    ] {
+        assert!(stages.contains(&want), "no stage {want:?} in {err}");
+    }
+    // The JSON has no timings (they vary run to run), and -q prints none.
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(v.get("stages").is_none());
+    let quiet = embscope()
+        .args(["-v", "-q", "undertrained", &model])
+        .output()
+        .expect("runs");
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("stage:"));
 }

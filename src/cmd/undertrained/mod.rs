@@ -5,8 +5,8 @@
 //! - head (the unembedding; the embedding itself when tied): the cosine
 //!   between the row and the mean of the reference rows, both with the first
 //!   principal component of the matrix removed (the component, of the
-//!   mean-centred rows, is found by power iteration over an evenly strided
-//!   sample of rows, see `component`, then one streaming pass scores every
+//!   mean-centred rows, is found by power iteration over evenly spaced
+//!   runs of rows, see `component`, then one streaming pass scores every
 //!   row, see `pass`);
 //! - embedding: the L2 norm, and the Euclidean distance to the reference mean.
 //!
@@ -14,27 +14,38 @@
 //! combined score is their mean (see `score`): the head cosine and the
 //! embedding distance with a reference set, the norms without one. Rows are
 //! ranked by it; a row is a strong candidate at [`score::STRONG`] or more.
+//! The vocabulary load, the component and the passes run alongside each
+//! other where they can (see `plan`); `indicators` turns the passes' sums
+//! into the indicators.
 
 mod component;
+mod indicators;
 mod kernel;
 mod pass;
+mod plan;
 mod reach;
 mod reference;
+mod release;
 mod score;
 
 use serde::Serialize;
 
+pub use plan::Stage;
 pub use reference::ReferenceSpec;
 pub(crate) use score::median;
 pub use score::{Histogram, STRONG};
 
-use crate::Result;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
-use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::vocab::{TokenKind, Vocab};
-use pass::RowSums;
+use crate::{Error, Result};
+use indicators::Indicators;
+use plan::{Clock, Held, Matrices};
 use score::Direction;
 
 /// Bins of the score histogram.
@@ -133,82 +144,9 @@ pub struct UndertrainedReport {
     pub candidates: Vec<Candidate>,
     /// What the reader should know about how the scores were made.
     pub notes: Vec<String>,
-}
-
-/// Per-row indicators; `None` when not computed.
-#[derive(Default)]
-struct Indicators {
-    head_cosine: Option<Vec<f32>>,
-    head_norm: Option<Vec<f32>>,
-    embed_norm: Option<Vec<f32>>,
-    embed_distance: Option<Vec<f32>>,
-}
-
-/// The mean of the finite `ids` rows of `m`, or `None` when there is none.
-fn mean_of(m: &Matrix, ids: &[u32]) -> Option<Vec<f32>> {
-    let mut sum = vec![0f64; m.cols()];
-    let mut n = 0usize;
-    for &id in ids {
-        let row = m.row(id as usize);
-        if row.iter().all(|x| x.is_finite()) {
-            sum.iter_mut()
-                .zip(&row)
-                .for_each(|(s, &x)| *s += f64::from(x));
-            n += 1;
-        }
-    }
-    (n > 0).then(|| sum.iter().map(|s| (s / n as f64) as f32).collect())
-}
-
-fn sq(v: &[f32]) -> f64 {
-    v.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
-}
-
-fn norms(a: &RowSums) -> Vec<f32> {
-    a.sq.iter().map(|&s| s.sqrt()).collect()
-}
-
-fn distances(a: &RowSums, mean: &[f32]) -> Vec<f32> {
-    let mm = sq(mean);
-    a.sq.iter()
-        .zip(&a.dot_ref)
-        .map(|(&s, &d)| (f64::from(s) - 2.0 * f64::from(d) + mm).max(0.0).sqrt() as f32)
-        .collect()
-}
-
-/// Cosines to the reference mean with the component removed from both;
-/// `None` when the mean lies along the component (nothing is left).
-fn cosines(r: &RowSums, pc: &[f32], mean: &[f32]) -> Option<Vec<f32>> {
-    let mc: f64 = mean
-        .iter()
-        .zip(pc)
-        .map(|(&x, &c)| f64::from(x) * f64::from(c))
-        .sum();
-    let mm = sq(mean);
-    let rest = (mm - mc * mc).max(0.0);
-    if rest <= mm * 1e-10 || rest == 0.0 {
-        return None;
-    }
-    let rest = rest.sqrt();
-    Some(
-        (0..r.sq.len())
-            .map(|i| {
-                let (s, d, c) = (
-                    f64::from(r.sq[i]),
-                    f64::from(r.dot_ref[i]),
-                    f64::from(r.dot_pc[i]),
-                );
-                let len = (s - c * c).max(0.0).sqrt();
-                if len > 0.0 {
-                    ((d - c * mc) / (len * rest)) as f32
-                } else if s.is_nan() {
-                    f32::NAN
-                } else {
-                    0.0
-                }
-            })
-            .collect(),
-    )
+    /// How long each stage took (not in the JSON: it varies run to run).
+    #[serde(skip)]
+    pub stages: Vec<Stage>,
 }
 
 /// The matrix of `t` over the mapped bytes.
@@ -216,13 +154,38 @@ fn matrix<'c>(ckpt: &'c Checkpoint, t: &'c crate::checkpoint::TensorEntry) -> Re
     Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
 }
 
-/// Runs the analysis.
+/// Runs the analysis with the vocabulary the caller has.
 pub fn run(
     ckpt: &Checkpoint,
     roles: &Roles,
     vocab: Option<&Vocab>,
     req: &Request,
 ) -> Result<UndertrainedReport> {
+    analyse(ckpt, roles, || Ok(Held::Given(vocab)), req, false)
+}
+
+/// Runs the analysis, loading the vocabulary with `load` while the first
+/// reads of the matrices run (see `plan`), for a caller that reads nothing
+/// more of the matrices: their mapped pages are let go on all cores once
+/// the passes are done (see `release`).
+pub fn run_loading<E: From<Error> + Send>(
+    ckpt: &Checkpoint,
+    roles: &Roles,
+    load: impl FnOnce() -> std::result::Result<Option<Vocab>, E> + Send,
+    req: &Request,
+) -> std::result::Result<UndertrainedReport, E> {
+    let load = || Ok(Held::Loaded(load()?.map(Box::new)));
+    analyse(ckpt, roles, load, req, true)
+}
+
+fn analyse<'v, E: From<Error> + Send>(
+    ckpt: &Checkpoint,
+    roles: &Roles,
+    load: impl FnOnce() -> std::result::Result<Held<'v>, E> + Send,
+    req: &Request,
+    release: bool,
+) -> std::result::Result<UndertrainedReport, E> {
+    let clock = Clock::start();
     let embed_t = match req.matrix {
         Some(Which::Head) => None,
         _ => Some(roles.matrix(ckpt, Which::Embed)?),
@@ -251,44 +214,43 @@ pub fn run(
     }
     let first = embed.or(head).expect("one matrix is chosen");
     let rows = first.rows();
-    let reference = reference::resolve(&req.reference, vocab, rows, first.name())?;
+    let (held, source) = (OnceLock::new(), OnceLock::new());
+    let matrices = Matrices {
+        head: head.as_ref(),
+        embed: embed.as_ref(),
+        tied,
+        rows,
+        name: first.name(),
+    };
+    let plan::Measured {
+        ind,
+        reference,
+        parsed,
+        passes,
+        component_rows,
+        component_iterations,
+    } = plan::measure(&matrices, req, load, &held, &source, &clock)?;
+    if release {
+        let read: Vec<_> = [embed.and(embed_t), head.and(head_t)]
+            .into_iter()
+            .flatten()
+            .collect();
+        clock.time("release pages", || release::release(ckpt, &read));
+    }
+    let vocab = held.get().and_then(Held::get);
     if reference.ids.is_empty() {
         notes.push(match (&req.reference, vocab) {
             (ReferenceSpec::Auto, None) => "no tokenizer.json, so no reference rows: scores use the row norms only; give known-untrained ids with --reference".to_string(),
             _ => "no reference rows (no reserved placeholder entries, and a token reaches every row): scores use the row norms only; give known-untrained ids with --reference".to_string(),
         });
     }
-    let reach_vocab = vocab.filter(|_| req.reachability && req.top > 0);
-    let source = reach_vocab
-        .filter(|v| reach::cuts_down(v))
-        .and_then(|v| std::fs::read(v.file()).ok());
-    let (measured, parsed) = std::thread::scope(|s| {
-        // The reachability test's tokenizer file is parsed (for a cut-down
-        // tokenizer, see `reach`), or else the full tokenizer built (a
-        // fixed cost), alongside the passes.
-        let parsed = source.as_deref().map(|b| s.spawn(move || reach::parse(b)));
-        if let Some(v) = reach_vocab.filter(|v| !reach::cuts_down(v)) {
-            s.spawn(move || v.encode("", false).ok());
-        }
-        let measured = measure(
-            head.as_ref(),
-            embed.as_ref(),
-            tied,
-            &reference.ids,
-            req.progress,
-        );
-        (measured, parsed.and_then(|h| h.join().ok().flatten()))
-    });
-    let Measured {
-        ind,
-        passes,
-        component_rows,
-        component_iterations,
-    } = measured;
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
-    let (indicators, zs) = scored_indicators(&ind);
-    let scores = score::combine(&zs, rows);
-    let histogram = score::histogram(&scores, BINS);
+    let (indicators, scores, histogram) = clock.time("scores", || {
+        let (indicators, zs) = scored_indicators(&ind);
+        let scores = score::combine(&zs, rows);
+        let histogram = score::histogram(&scores, BINS);
+        (indicators, scores, histogram)
+    });
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     let strong_ids: Vec<u32> = (0..rows as u32)
         .filter(|&i| scores[i as usize] >= STRONG)
@@ -309,7 +271,9 @@ pub fn run(
     order.truncate(top);
     order.sort_by(by_score);
     let reachable = match vocab.filter(|_| req.reachability) {
-        Some(v) => reach::reachable(v, &order, parsed.as_ref()),
+        Some(v) => clock.time("reachability", || {
+            reach::reachable(v, &order, parsed.as_ref())
+        }),
         None => Vec::new(),
     };
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
@@ -356,72 +320,8 @@ pub fn run(
         histogram,
         candidates,
         notes,
+        stages: clock.stages(),
     })
-}
-
-/// The indicators and the passes that made them.
-struct Measured {
-    ind: Indicators,
-    passes: usize,
-    component_rows: usize,
-    component_iterations: usize,
-}
-
-/// Streams the matrices, once each: the head against its principal
-/// component (from a row sample, when there are reference rows), the
-/// embedding unless it is the tied head.
-fn measure(
-    head: Option<&Matrix>,
-    embed: Option<&Matrix>,
-    tied: bool,
-    reference: &[u32],
-    progress: bool,
-) -> Measured {
-    let bar = |m: &Matrix| {
-        Progress::new(
-            progress,
-            m.rows() as u64,
-            &format!("undertrained: `{}`", m.name()),
-        )
-    };
-    let mut ind = Indicators::default();
-    let mut out = Measured {
-        ind: Indicators::default(),
-        passes: 0,
-        component_rows: 0,
-        component_iterations: 0,
-    };
-    if let Some(h) = head {
-        let mean = mean_of(h, reference);
-        let pc = mean
-            .as_ref()
-            .map(|_| component::sampled(h, component::SAMPLE_ROWS));
-        if let Some(c) = &pc {
-            (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
-        }
-        let pcv = pc.as_ref().map(|c| c.v.as_slice());
-        let a = pass::sums(h, mean.as_deref(), pcv, &bar(h));
-        out.passes += 1;
-        ind.head_cosine = mean
-            .as_ref()
-            .zip(pcv)
-            .and_then(|(m, pc)| cosines(&a, pc, m));
-        if tied {
-            ind.embed_norm = Some(norms(&a));
-            ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
-        } else {
-            ind.head_norm = Some(norms(&a));
-        }
-    }
-    if let Some(e) = embed.filter(|_| !tied) {
-        let mean = mean_of(e, reference);
-        let a = pass::sums(e, mean.as_deref(), None, &bar(e));
-        out.passes += 1;
-        ind.embed_norm = Some(norms(&a));
-        ind.embed_distance = mean.as_ref().map(|m| distances(&a, m));
-    }
-    out.ind = ind;
-    out
 }
 
 /// A note when the head has reference rows but no cosine indicator.
@@ -464,8 +364,9 @@ fn scored_indicators(ind: &Indicators) -> (Vec<&'static str>, Vec<Vec<f64>>) {
             !with_reference,
         ),
     ];
+    // One indicator per core: each takes a few medians of every row.
     candidates
-        .into_iter()
+        .into_par_iter()
         .filter_map(|(name, values, dir, wanted)| {
             let values = values.as_ref().filter(|_| wanted)?;
             Some((name, score::robust_z(values, dir)))

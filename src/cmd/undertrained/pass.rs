@@ -2,10 +2,20 @@
 //! `|r|²`, `r·m` against the reference mean and `r·c` against the first
 //! principal component (see `component`), all through [`search::scan`].
 //!
+//! The reference mean may arrive while the pass runs (it needs the
+//! vocabulary, which loads alongside, see `plan`): blocks read before it
+//! is known get their `r·m` from a second read of just those blocks
+//! ([`catch_up`]).
+//!
 //! BF16 rows are read in place (see `kernel`), other dtypes converted to
 //! f32 a block at a time. Nothing the size of the matrix is allocated
 //! beyond three f32 per row. The block work is compiled twice: for AVX-512
 //! with fused multiply-adds (chosen at run time) and portable.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
 
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
@@ -23,12 +33,23 @@ pub(crate) struct RowSums {
     pub dot_ref: Vec<f32>,
     /// `r · c` with the first principal component (0 without one).
     pub dot_pc: Vec<f32>,
+    /// Rows read before the reference mean was known, whose `dot_ref`
+    /// waits for [`catch_up`].
+    pub pending: Vec<Range<usize>>,
 }
+
+/// The reference mean of a pass, set before it starts or while it runs;
+/// `None` inside when there is none.
+pub(crate) type Mean = OnceLock<Option<Vec<f32>>>;
+
+/// One block's per-row sums: its first row, the sums, and whether the
+/// reference mean was still unknown.
+type Block = (usize, Vec<[f32; 3]>, bool);
 
 /// One worker's share of a pass: its blocks' per-row sums.
 #[derive(Default)]
 struct Part {
-    blocks: Vec<(usize, Vec<[f32; 3]>)>,
+    blocks: Vec<Block>,
     buf: Vec<f32>,
 }
 
@@ -65,7 +86,7 @@ fn block_body<const FMA: bool>(
         };
         out.push(if d[0].is_finite() { d } else { [f32::NAN; 3] });
     }
-    p.blocks.push((first, out));
+    p.blocks.push((first, out, false));
 }
 
 /// [`block_body`] compiled for AVX-512, with fused multiply-adds.
@@ -98,42 +119,83 @@ pub(super) fn has_avx512() -> bool {
     false
 }
 
-/// Reads `m` once for per-row sums against `reference` and the component
-/// `pc` (zeros stand in for a missing one).
+/// Reads `m` once for per-row sums against the `reference` mean and the
+/// component `pc` (zeros stand in for a missing one).
 pub(crate) fn sums(
     m: &Matrix,
-    reference: Option<&[f32]>,
+    reference: &Mean,
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
     let zeros = vec![0.0; m.cols()];
-    let (reference, pc) = (reference.unwrap_or(&zeros), pc.unwrap_or(&zeros));
-    sums_with(has_avx512(), m, reference, pc, progress)
+    sums_with(has_avx512(), m, reference, pc.unwrap_or(&zeros), progress)
+}
+
+/// Fills in `dot_ref` of the `pending` rows of `rows` against `mean`,
+/// reading only those rows again.
+pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
+    let (wide, zeros) = (has_avx512(), vec![0.0; m.cols()]);
+    let done: Vec<Block> = std::mem::take(&mut rows.pending)
+        .into_par_iter()
+        .map(|range| {
+            let mut p = Part::default();
+            visit(
+                wide,
+                m,
+                &mut p,
+                range.start,
+                m.block_bytes(range),
+                mean,
+                &zeros,
+            );
+            p.blocks.pop().expect("one block")
+        })
+        .collect();
+    for (first, block, _) in done {
+        for (i, d) in block.iter().enumerate() {
+            rows.dot_ref[first + i] = d[1];
+        }
+    }
+}
+
+/// One block of whole rows, `raw` as stored.
+fn visit(wide: bool, m: &Matrix, p: &mut Part, first: usize, raw: &[u8], r: &[f32], v: &[f32]) {
+    let bf16 = m.dtype() == Dtype::BF16;
+    if !bf16 {
+        let n = raw.len() / m.row_len_bytes();
+        p.buf.resize(n * m.cols(), 0.0);
+        m.block_into(first..first + n, &mut p.buf);
+    }
+    block(wide, p, first, bf16.then_some(raw), r, v);
 }
 
 /// [`sums`] on the AVX-512 build or not, so tests can compare the two.
-fn sums_with(wide: bool, m: &Matrix, reference: &[f32], v: &[f32], progress: &Progress) -> RowSums {
-    let cols = m.cols();
-    let row_bytes = m.row_len_bytes();
-    let bf16 = m.dtype() == Dtype::BF16;
+fn sums_with(wide: bool, m: &Matrix, reference: &Mean, v: &[f32], progress: &Progress) -> RowSums {
+    let zeros = vec![0.0; m.cols()];
     let mut part = search::scan(
         m,
         progress,
         Part::default,
         |p: &mut Part, first: usize, raw: &[u8]| {
-            if !bf16 {
-                let n = raw.len() / row_bytes;
-                p.buf.resize(n * cols, 0.0);
-                m.block_into(first..first + n, &mut p.buf);
+            let (r, pending) = match reference.get() {
+                None => (&zeros, true),
+                Some(None) => (&zeros, false),
+                Some(Some(mean)) => (mean, false),
+            };
+            visit(wide, m, p, first, raw, r, v);
+            if let Some(b) = p.blocks.last_mut() {
+                b.2 = pending;
             }
-            block(wide, p, first, bf16.then_some(raw), reference, v);
         },
         Part::merge,
     );
     progress.finish();
     part.blocks.sort_by_key(|b| b.0);
     let mut rows = RowSums::default();
-    for (_, block) in part.blocks {
+    for (first, block, pending) in part.blocks {
+        if pending {
+            rows.pending.push(first..first + block.len());
+        }
         for [sq, dr, dv] in block {
             rows.sq.push(sq);
             rows.dot_ref.push(dr);
@@ -152,17 +214,13 @@ mod tests {
         let values = [1.0f32, 2.0, f32::NAN, 0.0, 3.0, 4.0, 0.0, 0.0];
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let m = Matrix::new("t", &bytes, Dtype::F32, &[4, 2]).unwrap();
-        let a = sums(
-            &m,
-            Some(&[1.0, 1.0]),
-            Some(&[1.0, 0.0]),
-            &Progress::hidden(),
-        );
+        let mean = OnceLock::from(Some(vec![1.0, 1.0]));
+        let a = sums(&m, &mean, Some(&[1.0, 0.0]), &Progress::hidden());
         assert_eq!(a.sq[0], 5.0);
         assert!(a.sq[1].is_nan() && a.dot_pc[1].is_nan());
         assert_eq!((a.dot_ref[2], a.dot_pc[2]), (7.0, 3.0));
         assert_eq!(a.sq[3], 0.0);
-        let none = sums(&m, None, None, &Progress::hidden());
+        let none = sums(&m, &OnceLock::from(None), None, &Progress::hidden());
         assert_eq!((none.dot_ref[0], none.dot_pc[0]), (0.0, 0.0));
     }
 
@@ -181,6 +239,7 @@ mod tests {
         let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
         let reference: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
+        let reference = OnceLock::from(Some(reference));
         let portable = sums_with(false, &m, &reference, &v, &Progress::hidden());
         let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
         assert!((portable.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
@@ -196,5 +255,30 @@ mod tests {
         ] {
             assert!(x.iter().zip(y).all(|(a, b)| close(*a, *b)));
         }
+    }
+
+    #[test]
+    fn rows_read_before_the_mean_catch_up() {
+        // 3,000 rows of 200 f32 values: three blocks of the scan.
+        let (rows, cols) = (3000, 200);
+        let values: Vec<f32> = (0..rows * cols).map(|i| (i % 97) as f32 - 48.0).collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+        let mean: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
+        let known = sums(
+            &m,
+            &OnceLock::from(Some(mean.clone())),
+            None,
+            &Progress::hidden(),
+        );
+        assert!(known.pending.is_empty());
+        let later = Mean::new();
+        let mut a = sums(&m, &later, None, &Progress::hidden());
+        let pending: usize = a.pending.iter().map(|r| r.len()).sum();
+        assert_eq!((pending, a.pending.len() > 1), (rows, true));
+        assert!(a.dot_ref.iter().all(|&d| d == 0.0));
+        catch_up(&m, &mut a, &mean);
+        assert!(a.pending.is_empty());
+        assert_eq!((a.sq, a.dot_ref), (known.sq, known.dot_ref));
     }
 }

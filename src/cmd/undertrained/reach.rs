@@ -13,8 +13,9 @@
 //! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
+use foldhash::{HashSet, HashSetExt};
+use rayon::prelude::*;
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::marker::PhantomData;
 
 use serde::Deserialize;
@@ -197,26 +198,38 @@ fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Optio
         }
         substrings(text, &mut keep);
     }
+    // The kept entries, found by scans of the vocabulary and the merges
+    // on all cores (Llama 3: 128k entries, 280k merges).
+    let unk = m.unk_token.as_str();
+    let kept: Vec<(&str, u32)> = m
+        .vocab
+        .0
+        .par_iter()
+        .map(|(t, id)| (&**t, *id))
+        .filter(|&(t, _)| {
+            let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
+            keep.contains(t) || byte || unk == Some(t)
+        })
+        .collect();
     let mut out = serde_json::Map::new();
-    for (t, id) in &m.vocab.0 {
-        let t: &str = t;
-        let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
-        if keep.contains(t) || byte || m.unk_token.as_str() == Some(t) {
-            out.insert(t.to_string(), json!(id));
-        }
+    for &(t, id) in &kept {
+        out.insert(t.to_string(), json!(id));
     }
     for added in &file.added_tokens {
         if let (Some(content), Some(id)) = (added["content"].as_str(), added["id"].as_u64()) {
             out.insert(content.to_string(), json!(id));
         }
     }
-    let mut merges = Vec::new();
-    for merge in &m.merges {
-        let (a, b) = (&*merge.0, &*merge.1);
-        if out.contains_key(a) && out.contains_key(b) && keep.contains(&format!("{a}{b}")) {
-            merges.push(json!([a, b]));
-        }
-    }
+    let known: HashSet<&str> = out.keys().map(String::as_str).collect();
+    let merges: Vec<Value> = m
+        .merges
+        .par_iter()
+        .filter(|merge| {
+            let (a, b) = (&*merge.0, &*merge.1);
+            known.contains(a) && known.contains(b) && keep.contains(&format!("{a}{b}"))
+        })
+        .map(|merge| json!([&*merge.0, &*merge.1]))
+        .collect();
     let json = json!({
         "version": "1.0",
         "truncation": null,

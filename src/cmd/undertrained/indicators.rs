@@ -1,0 +1,86 @@
+//! The indicators of `undertrained` from the per-row sums of a pass (see
+//! `pass`): norms, distances to the reference mean, and cosines to it with
+//! the first principal component removed; and the reference mean itself,
+//! read from the few reference rows directly.
+
+use crate::matrix::Matrix;
+
+use super::pass::RowSums;
+
+/// Per-row indicators; `None` when not computed.
+#[derive(Default)]
+pub(super) struct Indicators {
+    pub head_cosine: Option<Vec<f32>>,
+    pub head_norm: Option<Vec<f32>>,
+    pub embed_norm: Option<Vec<f32>>,
+    pub embed_distance: Option<Vec<f32>>,
+}
+
+/// The mean of the finite `ids` rows of `m`, or `None` when there is none.
+pub(super) fn mean_of(m: &Matrix, ids: &[u32]) -> Option<Vec<f32>> {
+    let mut sum = vec![0f64; m.cols()];
+    let mut n = 0usize;
+    for &id in ids {
+        let row = m.row(id as usize);
+        if row.iter().all(|x| x.is_finite()) {
+            sum.iter_mut()
+                .zip(&row)
+                .for_each(|(s, &x)| *s += f64::from(x));
+            n += 1;
+        }
+    }
+    (n > 0).then(|| sum.iter().map(|s| (s / n as f64) as f32).collect())
+}
+
+fn sq(v: &[f32]) -> f64 {
+    v.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
+}
+
+/// The L2 norm of every row.
+pub(super) fn norms(a: &RowSums) -> Vec<f32> {
+    a.sq.iter().map(|&s| s.sqrt()).collect()
+}
+
+/// The Euclidean distance of every row to `mean`.
+pub(super) fn distances(a: &RowSums, mean: &[f32]) -> Vec<f32> {
+    let mm = sq(mean);
+    a.sq.iter()
+        .zip(&a.dot_ref)
+        .map(|(&s, &d)| (f64::from(s) - 2.0 * f64::from(d) + mm).max(0.0).sqrt() as f32)
+        .collect()
+}
+
+/// Cosines to the reference mean with the component removed from both;
+/// `None` when the mean lies along the component (nothing is left).
+pub(super) fn cosines(r: &RowSums, pc: &[f32], mean: &[f32]) -> Option<Vec<f32>> {
+    let mc: f64 = mean
+        .iter()
+        .zip(pc)
+        .map(|(&x, &c)| f64::from(x) * f64::from(c))
+        .sum();
+    let mm = sq(mean);
+    let rest = (mm - mc * mc).max(0.0);
+    if rest <= mm * 1e-10 || rest == 0.0 {
+        return None;
+    }
+    let rest = rest.sqrt();
+    Some(
+        (0..r.sq.len())
+            .map(|i| {
+                let (s, d, c) = (
+                    f64::from(r.sq[i]),
+                    f64::from(r.dot_ref[i]),
+                    f64::from(r.dot_pc[i]),
+                );
+                let len = (s - c * c).max(0.0).sqrt();
+                if len > 0.0 {
+                    ((d - c * mc) / (len * rest)) as f32
+                } else if s.is_nan() {
+                    f32::NAN
+                } else {
+                    0.0
+                }
+            })
+            .collect(),
+    )
+}

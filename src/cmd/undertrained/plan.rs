@@ -1,0 +1,260 @@
+//! What `undertrained` runs alongside what, and how long each stage took
+//! (shown with `-v`).
+//!
+//! Three things start at once: the head's principal component from its
+//! row sample (it needs nothing else; see `component`), the embedding's
+//! streaming pass, and the vocabulary load followed by the reference set.
+//! The embedding's reference mean reaches the pass when the set is known;
+//! the blocks it read before that are read again for `r·m` alone (see
+//! `pass::catch_up`), a fraction of the matrix, instead of the whole pass
+//! waiting for the vocabulary. The sample's reads are short runs that wait
+//! on memory latency, the pass streams at memory bandwidth, the load is
+//! parsing: they share the cores well. The reachability test's tokenizer
+//! file is parsed on a thread of its own meanwhile. The head's pass, which
+//! needs both the component and the reference mean, comes last. Each
+//! matrix is streamed once (`passes` counts these); the sample and the
+//! catch-up add a fraction of a read each.
+
+use std::sync::{Mutex, OnceLock};
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+use super::component::{self, Component};
+use super::indicators::{Indicators, cosines, distances, mean_of, norms};
+use super::reach::{self, Parsed};
+use super::reference::{self, Reference};
+use super::{Request, pass};
+use crate::matrix::Matrix;
+use crate::progress::Progress;
+use crate::vocab::Vocab;
+
+/// One timed stage of a run.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    /// What ran.
+    pub name: &'static str,
+    /// When it started, from the start of the run.
+    pub start: Duration,
+    /// How long it took.
+    pub took: Duration,
+}
+
+/// The stages of a run, as they finish (from any thread).
+pub(super) struct Clock {
+    start: Instant,
+    stages: Mutex<Vec<Stage>>,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock {
+            start: Instant::now(),
+            stages: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` as the stage `name`.
+    pub fn time<T>(&self, name: &'static str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        let stage = Stage {
+            name,
+            start: start - self.start,
+            took: start.elapsed(),
+        };
+        self.stages.lock().expect("no panic holding it").push(stage);
+        out
+    }
+
+    /// The stages by start time.
+    pub fn stages(self) -> Vec<Stage> {
+        let mut stages = self.stages.into_inner().expect("no panic holding it");
+        stages.sort_by_key(|s| s.start);
+        stages
+    }
+}
+
+/// The vocabulary: given by the caller, or loaded during the run.
+pub(super) enum Held<'v> {
+    Given(Option<&'v Vocab>),
+    Loaded(Option<Box<Vocab>>),
+}
+
+impl Held<'_> {
+    pub fn get(&self) -> Option<&Vocab> {
+        match self {
+            Held::Given(v) => *v,
+            Held::Loaded(v) => v.as_deref(),
+        }
+    }
+}
+
+/// The matrices of a run.
+pub(super) struct Matrices<'m, 'c> {
+    pub head: Option<&'m Matrix<'c>>,
+    pub embed: Option<&'m Matrix<'c>>,
+    /// The head is the embedding.
+    pub tied: bool,
+    /// Rows of the first matrix (both, when there are two).
+    pub rows: usize,
+    /// Name of the first matrix, for errors.
+    pub name: &'m str,
+}
+
+/// What the measuring found.
+pub(super) struct Measured<'s> {
+    pub ind: Indicators,
+    pub reference: Reference,
+    /// The parsed tokenizer file for the reachability test, when it cuts
+    /// down (see `reach`).
+    pub parsed: Option<Parsed<'s>>,
+    pub passes: usize,
+    pub component_rows: usize,
+    pub component_iterations: usize,
+}
+
+/// Loads the vocabulary (into `held`) and measures the matrices, each
+/// streamed once, as laid out in the module docs. `source` keeps the
+/// tokenizer file's bytes that the parsed file borrows.
+pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
+    m: &Matrices,
+    req: &Request,
+    load: impl FnOnce() -> Result<Held<'v>, E> + Send,
+    held: &'s OnceLock<Held<'v>>,
+    source: &'s OnceLock<Vec<u8>>,
+    clock: &Clock,
+) -> Result<Measured<'s>, E> {
+    let bar = |m: &Matrix| {
+        Progress::new(
+            req.progress,
+            m.rows() as u64,
+            &format!("undertrained: `{}`", m.name()),
+        )
+    };
+    let embed = m.embed.filter(|_| !m.tied);
+    let embed_bar = embed.map(bar);
+    // The embedding's reference mean, set once the vocabulary is loaded.
+    let embed_mean = pass::Mean::new();
+    std::thread::scope(|s| {
+        // The load on a thread of its own: as a task of the pool it would
+        // wait for a free worker, that is for the passes.
+        let loading = s.spawn(|| -> Result<_, E> {
+            let reference = load_reference(m, req, load, held, clock).inspect_err(|_| {
+                // Nothing will be scored: stop the pass.
+                embed_bar.as_ref().inspect(|b| b.cancel());
+            })?;
+            let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
+            let vocab = held.get().and_then(Held::get);
+            Ok((reference, tokenizer(vocab, req, s, source, clock)))
+        });
+        let (pc, embed_sums) = rayon::join(
+            || {
+                let h = m.head?;
+                Some(clock.time("component sample", || {
+                    component::sampled(h, component::SAMPLE_ROWS)
+                }))
+            },
+            || {
+                let (e, bar) = embed.zip(embed_bar.as_ref())?;
+                Some(clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar)))
+            },
+        );
+        let loaded = loading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let (reference, parsing) = loaded?;
+        let mut out = Measured {
+            ind: Indicators::default(),
+            reference,
+            parsed: None,
+            passes: 0,
+            component_rows: 0,
+            component_iterations: 0,
+        };
+        if let Some(mut sums) = embed_sums {
+            let e = embed.expect("an embedding pass");
+            let mean = embed_mean.get().and_then(Option::as_ref);
+            if let Some(mean) = mean.filter(|_| !sums.pending.is_empty()) {
+                clock.time("embedding catch-up", || pass::catch_up(e, &mut sums, mean));
+            }
+            out.passes += 1;
+            out.ind.embed_norm = Some(norms(&sums));
+            out.ind.embed_distance = mean.map(|mean| distances(&sums, mean));
+        }
+        if let Some(h) = m.head {
+            head(h, pc, m.tied, &mut out, &bar(h), clock);
+        }
+        out.parsed = parsing.and_then(|p| p.join().ok().flatten());
+        Ok(out)
+    })
+}
+
+/// Loads the vocabulary into `held` and resolves the reference set.
+fn load_reference<'v, E: From<crate::Error>>(
+    m: &Matrices,
+    req: &Request,
+    load: impl FnOnce() -> Result<Held<'v>, E>,
+    held: &OnceLock<Held<'v>>,
+    clock: &Clock,
+) -> Result<Reference, E> {
+    let _ = held.set(clock.time("vocabulary", load)?);
+    let vocab = held.get().and_then(Held::get);
+    Ok(clock.time("reference set", || {
+        reference::resolve(&req.reference, vocab, m.rows, m.name)
+    })?)
+}
+
+/// Starts the reachability test's tokenizer on a thread of `s`: the file
+/// parsed (to cut it down, see `reach`; its bytes kept in `source`), or
+/// else the full tokenizer built.
+fn tokenizer<'scope, 's: 'scope>(
+    vocab: Option<&'s Vocab>,
+    req: &Request,
+    s: &'scope Scope<'scope, '_>,
+    source: &'s OnceLock<Vec<u8>>,
+    clock: &'scope Clock,
+) -> Option<ScopedJoinHandle<'scope, Option<Parsed<'s>>>> {
+    match vocab.filter(|_| req.reachability && req.top > 0) {
+        Some(v) if reach::cuts_down(v) => Some(s.spawn(move || {
+            clock.time("tokenizer parse", || {
+                let bytes = std::fs::read(v.file()).ok()?;
+                reach::parse(source.get_or_init(|| bytes))
+            })
+        })),
+        Some(v) => {
+            s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
+            None
+        }
+        None => None,
+    }
+}
+
+/// The head's pass, against its component when there is a reference mean.
+fn head(
+    h: &Matrix,
+    pc: Option<Component>,
+    tied: bool,
+    out: &mut Measured,
+    bar: &Progress,
+    clock: &Clock,
+) {
+    let known = pass::Mean::from(mean_of(h, &out.reference.ids));
+    let mean = known.get().and_then(Option::as_ref);
+    let pc = pc.filter(|_| mean.is_some());
+    if let Some(c) = &pc {
+        (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
+    }
+    let pcv = pc.as_ref().map(|c| c.v.as_slice());
+    let sums = clock.time("head pass", || pass::sums(h, &known, pcv, bar));
+    out.passes += 1;
+    let ind = &mut out.ind;
+    ind.head_cosine = mean
+        .zip(pcv)
+        .and_then(|(mean, pc)| cosines(&sums, pc, mean));
+    if tied {
+        ind.embed_norm = Some(norms(&sums));
+        ind.embed_distance = mean.map(|mean| distances(&sums, mean));
+    } else {
+        ind.head_norm = Some(norms(&sums));
+    }
+}
