@@ -1,16 +1,21 @@
 //! What the value pass learns about each row, straight from its stored
 //! bytes: the sum of squares, whether it holds NaN, infinities or only
-//! zeros, and a key for finding duplicates ([`row_key`]: a hash of short
+//! zeros, a key for finding duplicates ([`row_key`]: a hash of short
 //! rows, of the sum and a few sampled words of long ones, so that the pass
-//! costs little more than reading the bytes).
+//! costs little more than reading the bytes), and when asked, the dot
+//! product with one vector (the embedding's reference mean, for the
+//! `undertrained-candidates` finding), in the same read.
 //!
 //! BF16 and F32 rows are read in place; other dtypes are converted to f32
 //! a row at a time. Only the sum of squares is computed for every row: a
 //! NaN or an infinity shows in it, and so does a zero row, so only rows
-//! whose sum is 0, NaN or infinite are looked at value by value. The loops are plain Rust, compiled as well for
-//! AVX-512 and for AVX2 + FMA, and the widest the CPU has is chosen at run
-//! time. Squares are summed in f32, and again in f64 when f32 overflows or
-//! underflows.
+//! whose sum is 0, NaN or infinite are looked at value by value. The loops
+//! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
+//! widest the CPU has is chosen at run time. Sums are made in f32 in 32
+//! lanes, value `j` of each step of 32 in lane `j` (BF16: the lanes hold
+//! the even values, then the odd ones), and the lanes added in value order,
+//! as `undertrained` adds them; the norm is redone in f64 when f32
+//! overflows or underflows.
 
 use crate::dtype::Dtype;
 use crate::matrix::convert;
@@ -20,6 +25,11 @@ use crate::matrix::convert;
 pub(crate) struct RowSummary {
     /// The L2 norm; NaN when the row holds NaN or an infinity.
     pub norm: f32,
+    /// The sum of squares as summed in f32 (infinite or 0 where the norm
+    /// was redone in f64).
+    pub sq: f32,
+    /// The dot product with the [`Dotted`] vector (0 without one).
+    pub dot: f32,
     /// The row holds a NaN.
     pub nan: bool,
     /// The row holds an infinity.
@@ -31,8 +41,41 @@ pub(crate) struct RowSummary {
     pub hash: u64,
 }
 
+/// Values per step of the row loops, one per lane.
+const LANES: usize = 32;
+
+/// A vector the rows are dotted with, in the layouts the loops read.
+#[derive(Debug)]
+pub(crate) struct Dotted {
+    /// The values in order.
+    plain: Vec<f32>,
+    /// Each step of [`LANES`] values as the BF16 loop's lanes hold them:
+    /// the even values, then the odd ones.
+    bf16: Vec<f32>,
+}
+
+impl Dotted {
+    /// The vector `v`, of one value per column.
+    pub(crate) fn new(v: Vec<f32>) -> Self {
+        let mut bf16 = v.clone();
+        for (step, out) in v.chunks_exact(LANES).zip(bf16.chunks_exact_mut(LANES)) {
+            for l in 0..LANES / 2 {
+                out[l] = step[2 * l];
+                out[LANES / 2 + l] = step[2 * l + 1];
+            }
+        }
+        Dotted { plain: v, bf16 }
+    }
+
+    /// The values in order.
+    pub(crate) fn values(&self) -> &[f32] {
+        &self.plain
+    }
+}
+
 /// Summaries of the whole rows of `cols` values of `dtype` stored in `raw`,
-/// appended to `out`; `scratch` is a buffer for conversions.
+/// appended to `out`, with each row's dot product with `dotted` when
+/// given (of `cols` values); `scratch` is a buffer for conversions.
 ///
 /// As for a [`Matrix`](crate::matrix::Matrix): `dtype` is one it reads,
 /// `cols` is not 0, and `raw.len()` is a multiple of the row size.
@@ -40,6 +83,7 @@ pub(crate) fn summarize(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -48,14 +92,14 @@ pub(crate) fn summarize(
         if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has the features the function is compiled for
             // (checked just above).
-            return unsafe { summarize_avx512(dtype, cols, raw, scratch, out) };
+            return unsafe { summarize_avx512(dtype, cols, raw, dotted, scratch, out) };
         }
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             // SAFETY: as above.
-            return unsafe { summarize_avx2(dtype, cols, raw, scratch, out) };
+            return unsafe { summarize_avx2(dtype, cols, raw, dotted, scratch, out) };
         }
     }
-    summarize_with::<false>(dtype, cols, raw, scratch, out);
+    summarize_with::<false>(dtype, cols, raw, dotted, scratch, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -64,10 +108,11 @@ fn summarize_avx512(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
-    summarize_with::<true>(dtype, cols, raw, scratch, out);
+    summarize_with::<true>(dtype, cols, raw, dotted, scratch, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -76,10 +121,11 @@ fn summarize_avx2(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
-    summarize_with::<true>(dtype, cols, raw, scratch, out);
+    summarize_with::<true>(dtype, cols, raw, dotted, scratch, out);
 }
 
 /// The body of [`summarize`]; `FMA` says whether fused multiply-adds are
@@ -89,6 +135,32 @@ fn summarize_with<const FMA: bool>(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
+    scratch: &mut Vec<f32>,
+    out: &mut Vec<RowSummary>,
+) {
+    match dotted {
+        Some(d) => {
+            assert_eq!(d.plain.len(), cols, "one dotted value per column");
+            rows_with::<FMA, true>(dtype, cols, raw, d, scratch, out);
+        }
+        None => {
+            let none = Dotted {
+                plain: Vec::new(),
+                bf16: Vec::new(),
+            };
+            rows_with::<FMA, false>(dtype, cols, raw, &none, scratch, out);
+        }
+    }
+}
+
+/// The row loop of [`summarize_with`], with the dot product when `DOT`.
+#[inline(always)]
+fn rows_with<const FMA: bool, const DOT: bool>(
+    dtype: Dtype,
+    cols: usize,
+    raw: &[u8],
+    d: &Dotted,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -97,16 +169,18 @@ fn summarize_with<const FMA: bool>(
         .expect("Matrix::new checked the row size") as usize;
     scratch.resize(cols, 0.0);
     for row in raw.chunks_exact(row_bytes) {
-        let sum = match dtype {
-            Dtype::BF16 => bf16_squares::<FMA>(row),
-            Dtype::F32 => f32_squares::<FMA>(row),
+        let (sum, dot) = match dtype {
+            Dtype::BF16 => bf16_sums::<FMA, DOT>(row, &d.bf16, &d.plain),
+            Dtype::F32 => f32_sums::<FMA, DOT>(F32Bytes(row), &d.plain),
             _ => {
                 convert(dtype, row, scratch);
-                squares::<FMA>(scratch)
+                f32_sums::<FMA, DOT>(scratch.as_slice(), &d.plain)
             }
         };
         let mut s = RowSummary {
             norm: sum.sqrt(),
+            sq: sum,
+            dot,
             nan: false,
             inf: false,
             zero: false,
@@ -135,60 +209,140 @@ fn summarize_with<const FMA: bool>(
     }
 }
 
-/// `acc + x * x`, fused when `FMA`.
+/// `acc + x * y`, fused when `FMA`.
 #[inline(always)]
-fn add_square<const FMA: bool>(acc: f32, x: f32) -> f32 {
-    if FMA { x.mul_add(x, acc) } else { acc + x * x }
+fn madd<const FMA: bool>(acc: f32, x: f32, y: f32) -> f32 {
+    if FMA { x.mul_add(y, acc) } else { acc + x * y }
 }
 
-/// The sum of squares of a stored BF16 row, in f32. The row is read as
-/// 32-bit words: a word's high half is one value's f32 bit pattern once
-/// the low half is masked off, and its low half shifted up is the other's.
+/// The lanes added in value order; `interleaved`: as the BF16 loop holds
+/// them (even values, then odd ones).
 #[inline(always)]
-fn bf16_squares<const FMA: bool>(row: &[u8]) -> f32 {
-    let mut sums = [0f32; 32];
-    let (chunks, tail) = row.as_chunks::<64>();
-    for c in chunks {
-        for l in 0..16 {
+fn lane_total(lanes: &[f32; LANES], interleaved: bool) -> f32 {
+    let ordered: [f32; LANES] = std::array::from_fn(|j| match interleaved {
+        true if j % 2 == 1 => lanes[LANES / 2 + j / 2],
+        true => lanes[j / 2],
+        false => lanes[j],
+    });
+    ordered.iter().sum()
+}
+
+/// The sum of squares of a stored BF16 row and, when `DOT`, its dot
+/// product with `lanes` (the vector in the lane layout, see [`Dotted`])
+/// and, past the whole steps, `plain`; in f32. The row is read as 32-bit
+/// words: a word's high half is one value's f32 bit pattern once the low
+/// half is masked off, and its low half shifted up is the other's.
+#[inline(always)]
+fn bf16_sums<const FMA: bool, const DOT: bool>(
+    row: &[u8],
+    lanes: &[f32],
+    plain: &[f32],
+) -> (f32, f32) {
+    let mut sq = [0f32; LANES];
+    let mut dot = [0f32; LANES];
+    let (chunks, tail) = row.as_chunks::<{ 2 * LANES }>();
+    let (steps, _) = lanes.as_chunks::<LANES>();
+    for (i, c) in chunks.iter().enumerate() {
+        for l in 0..LANES / 2 {
             let w = u32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
-            sums[l] = add_square::<FMA>(sums[l], f32::from_bits(w << 16));
-            sums[16 + l] = add_square::<FMA>(sums[16 + l], f32::from_bits(w & 0xFFFF_0000));
+            let (even, odd) = (f32::from_bits(w << 16), f32::from_bits(w & 0xFFFF_0000));
+            sq[l] = madd::<FMA>(sq[l], even, even);
+            sq[LANES / 2 + l] = madd::<FMA>(sq[LANES / 2 + l], odd, odd);
+            if DOT {
+                let m = &steps[i];
+                dot[l] = madd::<FMA>(dot[l], even, m[l]);
+                dot[LANES / 2 + l] = madd::<FMA>(dot[LANES / 2 + l], odd, m[LANES / 2 + l]);
+            }
         }
     }
-    let tail = tail
-        .chunks_exact(2)
-        .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16));
-    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+    let (mut sq_total, mut dot_total) = (lane_total(&sq, true), lane_total(&dot, true));
+    let first = chunks.len() * LANES;
+    for (j, b) in tail.chunks_exact(2).enumerate() {
+        let x = f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16);
+        sq_total += x * x;
+        if DOT {
+            dot_total += x * plain[first + j];
+        }
+    }
+    (sq_total, dot_total)
 }
 
-/// The sum of squares of a stored F32 row, in f32.
-#[inline(always)]
-fn f32_squares<const FMA: bool>(row: &[u8]) -> f32 {
-    let mut sums = [0f32; 32];
-    let (chunks, tail) = row.as_chunks::<128>();
-    for c in chunks {
-        for (l, sum) in sums.iter_mut().enumerate() {
-            let x = f32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
-            *sum = add_square::<FMA>(*sum, x);
-        }
-    }
-    let tail = tail
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+/// F32 values read in place from little-endian bytes.
+#[derive(Clone, Copy)]
+struct F32Bytes<'a>(&'a [u8]);
+
+/// A row of f32 values for [`f32_sums`]: stored bytes or converted values.
+trait F32Row: Copy {
+    /// Number of values.
+    fn len(self) -> usize;
+    /// Values `k..k + LANES` (`k + LANES <= len`).
+    fn chunk(self, k: usize) -> [f32; LANES];
+    /// Value `j`.
+    fn at(self, j: usize) -> f32;
 }
 
-/// The sum of squares of values already converted to f32.
+impl F32Row for F32Bytes<'_> {
+    #[inline(always)]
+    fn len(self) -> usize {
+        self.0.len() / 4
+    }
+    #[inline(always)]
+    fn chunk(self, k: usize) -> [f32; LANES] {
+        let b: &[u8; 4 * LANES] = self.0[4 * k..4 * (k + LANES)]
+            .try_into()
+            .expect("whole step");
+        std::array::from_fn(|l| f32::from_le_bytes([b[4 * l], b[4 * l + 1], b[4 * l + 2], b[4 * l + 3]]))
+    }
+    #[inline(always)]
+    fn at(self, j: usize) -> f32 {
+        let b = &self.0[4 * j..4 * j + 4];
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl F32Row for &[f32] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[f32]>::len(self)
+    }
+    #[inline(always)]
+    fn chunk(self, k: usize) -> [f32; LANES] {
+        self[k..k + LANES].try_into().expect("whole step")
+    }
+    #[inline(always)]
+    fn at(self, j: usize) -> f32 {
+        self[j]
+    }
+}
+
+/// The sum of squares of a row of f32 values and, when `DOT`, its dot
+/// product with `plain`; in f32.
 #[inline(always)]
-fn squares<const FMA: bool>(row: &[f32]) -> f32 {
-    let mut sums = [0f32; 16];
-    let (chunks, tail) = row.as_chunks::<16>();
-    for c in chunks {
-        for (sum, &x) in sums.iter_mut().zip(c) {
-            *sum = add_square::<FMA>(*sum, x);
+fn f32_sums<const FMA: bool, const DOT: bool>(row: impl F32Row, plain: &[f32]) -> (f32, f32) {
+    let mut sq = [0f32; LANES];
+    let mut dot = [0f32; LANES];
+    let whole = row.len() / LANES * LANES;
+    for k in (0..whole).step_by(LANES) {
+        let x = row.chunk(k);
+        for l in 0..LANES {
+            sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+        }
+        if DOT {
+            let m: &[f32; LANES] = plain[k..k + LANES].try_into().expect("whole step");
+            for l in 0..LANES {
+                dot[l] = madd::<FMA>(dot[l], x[l], m[l]);
+            }
         }
     }
-    sums.iter().sum::<f32>() + tail.iter().map(|x| x * x).sum::<f32>()
+    let (mut sq_total, mut dot_total) = (lane_total(&sq, false), lane_total(&dot, false));
+    for j in whole..row.len() {
+        let x = row.at(j);
+        sq_total += x * x;
+        if DOT {
+            dot_total += x * plain[j];
+        }
+    }
+    (sq_total, dot_total)
 }
 
 /// Words of 8 bytes that [`row_key`] samples from a long row.
@@ -312,8 +466,8 @@ mod tests {
             assert_eq!(out.len(), 1);
             results.push(out[0]);
         };
-        run(&|s, o| summarize_with::<false>(dtype, v.len(), &raw, s, o));
-        run(&|s, o| summarize(dtype, v.len(), &raw, s, o));
+        run(&|s, o| summarize_with::<false>(dtype, v.len(), &raw, None, s, o));
+        run(&|s, o| summarize(dtype, v.len(), &raw, None, s, o));
         results
     }
 

@@ -1,114 +1,24 @@
-//! Value findings, from one streaming pass per stored matrix through
-//! [`search::scan`]: NaN/Inf rows, all-zero rows, exact duplicate rows
+//! Value findings, from the statistics of the value pass (see `pass`):
+//! NaN/Inf rows, all-zero rows, exact duplicate rows
 //! (by a key of the stored bytes, confirmed byte for byte), the row-norm
 //! distribution and its outliers, what the rows no token reaches hold, and
 //! whether an untied head is a byte copy of the embedding.
-//!
-//! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
-//! 128k vocabulary) and never copies the matrix.
 
 use serde_json::{Value, json};
 
 use super::header::UNREACHABLE_CODES;
-use super::rows;
+use super::pass::{Scanned, Stats};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
-use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::checkpoint::TensorEntry;
 use crate::cmd::undertrained::median;
 use crate::matrix::Matrix;
-use crate::progress::Progress;
 use crate::render::bytes;
-use crate::roles::{Roles, TieStatus};
-use crate::search;
+use crate::roles::TieStatus;
 use crate::vocab::Vocab;
 
 /// Rows whose log-norm lies further than this many robust standard
 /// deviations (1.4826 × MAD) from the median log-norm are outliers.
 const OUTLIER_SIGMAS: f64 = 6.0;
-
-/// What the pass learns about one matrix.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    /// L2 norm of every row (NaN for rows holding NaN or Inf).
-    pub norms: Vec<f32>,
-    /// Every row's duplicate key (see [`rows::row_key`]).
-    pub hashes: Vec<u64>,
-    /// Rows holding a NaN, ascending.
-    pub nan: Vec<u32>,
-    /// Rows holding an infinity, ascending.
-    pub inf: Vec<u32>,
-    /// Rows whose values are all zero, ascending.
-    pub zero: Vec<u32>,
-}
-
-/// One worker's share of the pass: whole blocks in row order.
-#[derive(Default)]
-struct Part {
-    blocks: Vec<(usize, Vec<f32>, Vec<u64>)>,
-    nan: Vec<u32>,
-    inf: Vec<u32>,
-    zero: Vec<u32>,
-    /// A buffer for converting rows.
-    scratch: Vec<f32>,
-}
-
-impl Part {
-    fn merge(mut self, other: Part) -> Part {
-        self.blocks.extend(other.blocks);
-        self.nan.extend(other.nan);
-        self.inf.extend(other.inf);
-        self.zero.extend(other.zero);
-        self
-    }
-}
-
-/// The single streaming pass over `m`.
-pub(crate) fn scan(m: &Matrix, progress: &Progress) -> Stats {
-    let (dtype, cols) = (m.dtype(), m.cols());
-    let part = search::scan(
-        m,
-        progress,
-        Part::default,
-        |part: &mut Part, first: usize, raw: &[u8]| {
-            let mut rows = Vec::new();
-            rows::summarize(dtype, cols, raw, &mut part.scratch, &mut rows);
-            for (i, r) in rows.iter().enumerate() {
-                let id = (first + i) as u32;
-                for (flag, list) in [
-                    (r.nan, &mut part.nan),
-                    (r.inf, &mut part.inf),
-                    (r.zero, &mut part.zero),
-                ] {
-                    if flag {
-                        list.push(id);
-                    }
-                }
-            }
-            part.blocks.push((
-                first,
-                rows.iter().map(|r| r.norm).collect(),
-                rows.iter().map(|r| r.hash).collect(),
-            ));
-        },
-        Part::merge,
-    );
-    let mut part = part;
-    part.blocks.sort_by_key(|b| b.0);
-    for v in [&mut part.nan, &mut part.inf, &mut part.zero] {
-        v.sort_unstable();
-    }
-    let mut stats = Stats {
-        norms: Vec::with_capacity(m.rows()),
-        hashes: Vec::with_capacity(m.rows()),
-        nan: part.nan,
-        inf: part.inf,
-        zero: part.zero,
-    };
-    for (_, norms, hashes) in part.blocks {
-        stats.norms.extend(norms);
-        stats.hashes.extend(hashes);
-    }
-    stats
-}
 
 /// Outliers among positive finite norms `(id, norm)`: ids whose log-norm
 /// is more than [`OUTLIER_SIGMAS`] robust deviations from the median,
@@ -168,51 +78,6 @@ pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static
         }
         _ => "random",
     }
-}
-
-/// The matrices the value pass reads: the embedding, and the head unless
-/// it is a tied byte copy of the embedding.
-pub(crate) fn planned<'a>(ckpt: &'a Checkpoint, roles: &Roles) -> Vec<&'a TensorEntry> {
-    let tensor = |c: &Option<crate::roles::Choice>| c.as_ref().and_then(|c| ckpt.tensor(&c.name));
-    let head_is_copy =
-        roles.tie.status == TieStatus::TiedHeadStored && roles.tie.head_identical == Some(true);
-    let mut out: Vec<&TensorEntry> = tensor(&roles.embedding).into_iter().collect();
-    if let Some(h) = tensor(&roles.head)
-        && !head_is_copy
-    {
-        out.push(h);
-    }
-    out
-}
-
-/// One matrix after the pass: the matrix with its statistics, or why its
-/// values could not be read.
-pub(crate) struct Scanned<'a> {
-    pub tensor: &'a TensorEntry,
-    pub stats: std::result::Result<(Matrix<'a>, Stats), String>,
-}
-
-/// The value pass: one streaming scan of each matrix in turn, counted on
-/// `progress`.
-pub(crate) fn pass<'a>(
-    ckpt: &'a Checkpoint,
-    matrices: &[&'a TensorEntry],
-    progress: &Progress,
-) -> Vec<Scanned<'a>> {
-    let out = matrices
-        .iter()
-        .map(|&t| Scanned {
-            tensor: t,
-            stats: Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
-                .map(|m| {
-                    let stats = scan(&m, progress);
-                    (m, stats)
-                })
-                .map_err(|e| e.to_string()),
-        })
-        .collect();
-    progress.finish();
-    out
 }
 
 /// Findings from the value pass; also completes the header finding about

@@ -216,6 +216,42 @@ fn matrix<'c>(ckpt: &'c Checkpoint, t: &'c crate::checkpoint::TensorEntry) -> Re
     Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
 }
 
+/// The `auto` reference rows of the embedding `m` (reserved placeholders
+/// and rows no token of `vocab` reaches; none without a vocabulary) and
+/// their mean (`None` when no reference row is finite), as [`run`] takes
+/// them. For `check`, whose value pass makes the embedding's sums.
+pub(crate) fn auto_reference(m: &Matrix, vocab: Option<&Vocab>) -> (Vec<u32>, Option<Vec<f32>>) {
+    let ids = reference::resolve(&ReferenceSpec::Auto, vocab, m.rows(), m.name())
+        .map(|r| r.ids)
+        .unwrap_or_default();
+    let mean = mean_of(m, &ids);
+    (ids, mean)
+}
+
+/// The indicators and every row's combined score, as [`run`] gives them
+/// for the embedding alone (`--matrix embed`), from sums made elsewhere:
+/// each row's `|r|²` and `r·m` with the reference `mean` (both NaN for a
+/// row that is not finite; `dot_ref` is unused without a mean).
+pub(crate) fn embed_scores(
+    sq: Vec<f32>,
+    dot_ref: Vec<f32>,
+    mean: Option<&[f32]>,
+) -> (Vec<&'static str>, Vec<f64>) {
+    let rows = sq.len();
+    let a = RowSums {
+        sq,
+        dot_ref,
+        dot_pc: Vec::new(),
+    };
+    let ind = Indicators {
+        embed_norm: Some(norms(&a)),
+        embed_distance: mean.map(|m| distances(&a, m)),
+        ..Indicators::default()
+    };
+    let (names, zs) = scored_indicators(&ind);
+    (names, score::combine(&zs, rows))
+}
+
 /// Runs the analysis.
 pub fn run(
     ckpt: &Checkpoint,
