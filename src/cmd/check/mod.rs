@@ -9,6 +9,7 @@
 //! once it is loaded, see [`ValuePass::set_vocab`]); [`Check::finish`]
 //! joins them into the report.
 
+mod duplicates;
 mod header;
 mod pass;
 mod rows;
@@ -166,6 +167,9 @@ pub(crate) struct Subject<'a> {
     pub head: Option<&'a TensorEntry>,
     /// Every special-token declaration, with the id it means.
     pub specials: Vec<Special>,
+    /// Reserved placeholder ids of the vocabulary, ascending (see
+    /// [`values::placeholders`]).
+    pub placeholders: Vec<u32>,
 }
 
 /// A special-token declaration and the id it means: as written, or the id
@@ -213,6 +217,7 @@ impl<'a> Check<'a> {
             embedding: roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name)),
             head: roles.head.as_ref().and_then(|c| ckpt.tensor(&c.name)),
             specials: specials(ckpt, vocab)?,
+            placeholders: vocab.map(values::placeholders).unwrap_or_default(),
         };
         let mut findings = header::findings(&s);
         findings.extend(special::findings(&s));
@@ -233,13 +238,13 @@ impl<'a> Check<'a> {
     /// Adds the findings of the value pass and returns the whole report.
     pub fn finish(self, values: Values) -> CheckReport {
         let Check { s, mut findings } = self;
-        let Values {
-            mut scanned,
-            reference,
-        } = values;
-        let from_values = values::findings(&s, &scanned, &mut findings);
+        let Values { scanned, reference } = values;
+        let (from_values, candidates) = rayon::join(
+            || values::findings(&s, &scanned, &mut findings),
+            || undertrained::finding(&s, &scanned, &reference),
+        );
         findings.extend(from_values);
-        findings.extend(undertrained::finding(&s, &mut scanned, &reference));
+        findings.extend(candidates);
         // Stable: early findings keep their place within a severity.
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         report(&s, findings)

@@ -141,13 +141,14 @@ pub(crate) fn scan(
     stats
 }
 
-/// Makes the dot products with `mean` of the rows the pass read before
-/// the reference was known (`sums.pending`), on all cores: one more read
-/// of those rows only.
-pub(crate) fn catch_up(m: &Matrix, sums: &mut Sums, mean: &Dotted) {
+/// The dot products with `mean` of every row: those of `sums`, with the
+/// rows the pass read before the reference was known (`sums.pending`)
+/// made now, on all cores: one more read of those rows only.
+pub(crate) fn dots(m: &Matrix, sums: &Sums, mean: &Dotted) -> Vec<f32> {
     let (dtype, cols) = (m.dtype(), m.cols());
-    let done: Vec<(usize, Vec<f32>)> = std::mem::take(&mut sums.pending)
-        .into_par_iter()
+    let done: Vec<(usize, Vec<f32>)> = sums
+        .pending
+        .par_iter()
         .map_init(Vec::new, |scratch, range| {
             let mut rows = Vec::with_capacity(range.len());
             let raw = m.block_bytes(range.clone());
@@ -155,9 +156,11 @@ pub(crate) fn catch_up(m: &Matrix, sums: &mut Sums, mean: &Dotted) {
             (range.start, rows.iter().map(|r| r.dot).collect())
         })
         .collect();
-    for (first, dots) in done {
-        sums.dot[first..first + dots.len()].copy_from_slice(&dots);
+    let mut dot = sums.dot.clone();
+    for (first, block) in done {
+        dot[first..first + block.len()].copy_from_slice(&block);
     }
+    dot
 }
 
 /// The matrices the value pass reads: the embedding, and the head unless

@@ -3,7 +3,8 @@
 //! rows), scored as `embscope undertrained --matrix embed --no-reachable`
 //! scores them, counted against the strong threshold. The value pass makes
 //! the sums they need (`|r|²` and `r·m`, see `pass`): no read of its own,
-//! but for the embedding rows read before the vocabulary was there.
+//! but for the embedding rows read before the vocabulary was there (and
+//! none without a reference set, where the norm alone is the indicator).
 
 use serde_json::json;
 
@@ -43,28 +44,29 @@ impl Reference {
 /// first when the pass read rows before the reference was known.
 pub(super) fn finding(
     s: &Subject,
-    scanned: &mut [Scanned],
+    scanned: &[Scanned],
     reference: &std::sync::OnceLock<Reference>,
 ) -> Option<Finding> {
     let name = &s.embedding?.name;
     let (m, stats) = scanned
-        .iter_mut()
+        .iter()
         .find(|x| &x.tensor.name == name)?
         .stats
-        .as_mut()
+        .as_ref()
         .ok()?;
     let reference = reference.get_or_init(|| Reference::resolve(m, s.vocab));
-    let sums = stats.sums.as_mut()?;
-    if let Some(mean) = &reference.mean {
-        pass::catch_up(m, sums, mean);
-    }
+    let sums = stats.sums.as_ref()?;
+    let dot = match &reference.mean {
+        Some(mean) => pass::dots(m, sums, mean),
+        None => Vec::new(),
+    };
     // As `undertrained` has them: NaN for a row whose sum is not finite.
     let finite = |i: usize| sums.sq[i].is_finite();
     let sq = (0..sums.sq.len())
         .map(|i| if finite(i) { sums.sq[i] } else { f32::NAN })
         .collect();
-    let dot = (0..sums.dot.len())
-        .map(|i| if finite(i) { sums.dot[i] } else { f32::NAN })
+    let dot = (0..dot.len())
+        .map(|i| if finite(i) { dot[i] } else { f32::NAN })
         .collect();
     let mean = reference.mean.as_ref().map(Dotted::values);
     let (indicators, scores) = undertrained::embed_scores(sq, dot, mean);

@@ -4,8 +4,10 @@
 //! distribution and its outliers, what the rows no token reaches hold, and
 //! whether an untied head is a byte copy of the embedding.
 
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
+use super::duplicates::duplicates;
 use super::header::UNREACHABLE_CODES;
 use super::pass::{Scanned, Stats};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
@@ -27,19 +29,17 @@ pub(crate) fn outliers(rows: &[(u32, f32)]) -> (Vec<u32>, f64, f64) {
     if rows.len() < 8 {
         return (Vec::new(), 0.0, f64::INFINITY);
     }
-    let mut logs: Vec<f64> = rows.iter().map(|&(_, n)| f64::from(n).ln()).collect();
-    let med = median(&mut logs);
-    let mut dev: Vec<f64> = rows
-        .iter()
-        .map(|&(_, n)| (f64::from(n).ln() - med).abs())
-        .collect();
+    let logs: Vec<f64> = rows.iter().map(|&(_, n)| f64::from(n).ln()).collect();
+    let med = median(&mut logs.clone());
+    let dev: Vec<f64> = logs.iter().map(|l| (l - med).abs()).collect();
     // A floor of 1% keeps near-constant norms (normalised rows) from
     // flagging rounding noise.
-    let sigma = (1.4826 * median(&mut dev)).max(0.01);
+    let sigma = (1.4826 * median(&mut dev.clone())).max(0.01);
     let limit = OUTLIER_SIGMAS * sigma;
     let mut out: Vec<(f64, u32)> = rows
         .iter()
-        .map(|&(id, n)| ((f64::from(n).ln() - med).abs(), id))
+        .zip(&dev)
+        .map(|(&(id, _), &d)| (d, id))
         .filter(|&(d, _)| d > limit)
         .collect();
     out.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -80,26 +80,36 @@ pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static
     }
 }
 
-/// Findings from the value pass; also completes the header finding about
-/// unreachable rows in `earlier`.
+/// Findings from the value pass, each matrix on its own core; also
+/// completes the header finding about unreachable rows in `earlier`.
 pub(crate) fn findings(s: &Subject, scanned: &[Scanned], earlier: &mut [Finding]) -> Vec<Finding> {
-    let mut out = Vec::new();
     let pad = pad_ids(s);
-    let mut done: Vec<(&TensorEntry, &Stats)> = Vec::new();
-    for Scanned { tensor: t, stats } in scanned {
-        match stats {
-            Ok((m, stats)) => {
-                matrix_findings(s, t, m, stats, &pad, earlier, &mut out);
-                done.push((t, stats));
-            }
-            Err(e) => out.push(Finding::new(
-                Severity::Warn,
-                "values-not-checked",
-                format!("values of `{}` are not checked: {e}", t.name),
-                json!({"tensor": t.name, "dtype": t.dtype.name()}),
-            )),
+    let per_matrix: Vec<(Vec<Finding>, Option<Unreachable>)> = scanned
+        .par_iter()
+        .map(|Scanned { tensor: t, stats }| match stats {
+            Ok((m, stats)) => matrix_findings(s, t, m, stats, &pad),
+            Err(e) => (
+                vec![Finding::new(
+                    Severity::Warn,
+                    "values-not-checked",
+                    format!("values of `{}` are not checked: {e}", t.name),
+                    json!({"tensor": t.name, "dtype": t.dtype.name()}),
+                )],
+                None,
+            ),
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (found, unreachable) in per_matrix {
+        out.extend(found);
+        if let Some(u) = unreachable {
+            u.complete(earlier);
         }
     }
+    let done: Vec<(&TensorEntry, &Stats)> = scanned
+        .iter()
+        .filter_map(|x| x.stats.as_ref().ok().map(|(_, stats)| (x.tensor, stats)))
+        .collect();
     if let [(e, es), (h, hs)] = &done[..]
         && s.roles.tie.status == TieStatus::Untied
         && e.dtype == h.dtype
@@ -135,15 +145,15 @@ fn reachable(vocab: Option<&Vocab>, id: u32) -> bool {
     vocab.is_none_or(|v| v.token(id).is_some())
 }
 
+/// The findings of one matrix, and what its unreachable rows hold.
 fn matrix_findings(
     s: &Subject,
     t: &TensorEntry,
     m: &Matrix,
     stats: &Stats,
     pad: &[u32],
-    earlier: &mut [Finding],
-    out: &mut Vec<Finding>,
-) {
+) -> (Vec<Finding>, Option<Unreachable>) {
+    let mut out = Vec::new();
     let vocab = s.vocab;
     let name = &t.name;
     // NaN and Inf.
@@ -210,20 +220,31 @@ fn matrix_findings(
         .map(|(i, &n)| (i as u32, n))
         .filter(|&(id, n)| n.is_finite() && n > 0.0 && reachable(vocab, id))
         .collect();
-    duplicates(vocab, name, m, stats, &live, out);
-    let reach_median = norm_findings(vocab, name, &live, out);
-    // What the rows past the tokenizer hold, added to the header finding
-    // that counted them.
+    duplicates(vocab, name, m, stats, &live, &mut out);
+    let reach_median = norm_findings(s, name, &live, &mut out);
+    // What the rows past the tokenizer hold, for the header finding that
+    // counted them.
     let unreachable = vocab
         .and_then(|v| stats.norms.get(v.size()..))
         .unwrap_or_default();
-    if !unreachable.is_empty()
-        && let Some(f) = earlier
-            .iter_mut()
-            .find(|f| UNREACHABLE_CODES.contains(&f.code))
-    {
-        let kind = classify(unreachable, reach_median);
-        let mut v: Vec<f64> = unreachable
+    let note = (!unreachable.is_empty()).then(|| Unreachable::new(name, unreachable, reach_median));
+    (out, note)
+}
+
+/// What the rows of one matrix that no token reaches hold, for the header
+/// finding that counted them.
+struct Unreachable {
+    tensor: String,
+    content: Value,
+    /// The end of the finding's message: `; in `t` they are …`.
+    phrase: String,
+}
+
+impl Unreachable {
+    /// From the rows' `norms` and the reachable rows' median norm.
+    fn new(name: &str, norms: &[f32], reach_median: Option<f64>) -> Self {
+        let kind = classify(norms, reach_median);
+        let mut v: Vec<f64> = norms
             .iter()
             .filter(|n| n.is_finite())
             .map(|&n| f64::from(n))
@@ -233,90 +254,49 @@ fn matrix_findings(
         } else {
             Some(median(&mut v))
         };
+        let what = match kind {
+            "zero" => "all zero",
+            "mixed" => "partly zero",
+            "random" => "untrained-looking (norms unlike the trained rows)",
+            _ => "trained-looking (norms like the reachable rows)",
+        };
+        Unreachable {
+            tensor: name.to_string(),
+            content: json!({
+                "kind": kind, "rows": norms.len(),
+                "zero_rows": norms.iter().filter(|&&n| n == 0.0).count(),
+                "median_norm": med, "reachable_median_norm": reach_median,
+            }),
+            phrase: format!("; in `{name}` they are {what}"),
+        }
+    }
+
+    /// Adds this to the header finding about unreachable rows in `earlier`.
+    fn complete(self, earlier: &mut [Finding]) {
+        let Some(f) = earlier
+            .iter_mut()
+            .find(|f| UNREACHABLE_CODES.contains(&f.code))
+        else {
+            return;
+        };
         if let Value::Object(map) = &mut f.evidence {
             let content = map
                 .entry("content")
                 .or_insert_with(|| Value::Object(Default::default()));
-            content[name.as_str()] = json!({
-                "kind": kind, "rows": unreachable.len(),
-                "zero_rows": unreachable.iter().filter(|&&n| n == 0.0).count(),
-                "median_norm": med, "reachable_median_norm": reach_median,
-            });
+            content[self.tensor.as_str()] = self.content;
         }
-        let what = match kind {
-            "zero" => "all zero".to_string(),
-            "mixed" => "partly zero".to_string(),
-            "random" => "untrained-looking (norms unlike the trained rows)".to_string(),
-            _ => "trained-looking (norms like the reachable rows)".to_string(),
-        };
-        f.message
-            .push_str(&format!("; in `{name}` they are {what}"));
+        f.message.push_str(&self.phrase);
     }
-}
-
-fn duplicates(
-    vocab: Option<&Vocab>,
-    name: &str,
-    m: &Matrix,
-    stats: &Stats,
-    live: &[(u32, f32)],
-    out: &mut Vec<Finding>,
-) {
-    // Rows with equal keys end up next to each other.
-    let mut by_hash: Vec<(u64, u32)> = live
-        .iter()
-        .map(|&(id, _)| (stats.hashes[id as usize], id))
-        .collect();
-    by_hash.sort_unstable();
-    let mut groups: Vec<Vec<u32>> = Vec::new();
-    for bucket in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|b| b.len() > 1) {
-        // Confirm byte for byte: sorting the bucket by the rows' bytes puts
-        // equal rows next to each other in O(n log n) comparisons, however
-        // many rows a crafted file makes collide.
-        let bytes = |id: &u32| m.row_bytes(*id as usize);
-        let mut ids: Vec<u32> = bucket.iter().map(|&(_, id)| id).collect();
-        ids.sort_by(|a, b| bytes(a).cmp(bytes(b)).then(a.cmp(b)));
-        groups.extend(
-            ids.chunk_by(|a, b| bytes(a) == bytes(b))
-                .filter(|g| g.len() > 1)
-                .map(<[u32]>::to_vec),
-        );
-    }
-    if groups.is_empty() {
-        return;
-    }
-    groups.iter_mut().for_each(|g| g.sort_unstable());
-    groups.sort();
-    let rows: usize = groups.iter().map(Vec::len).sum();
-    let shown: Vec<Value> = groups
-        .iter()
-        .take(MAX_LISTED)
-        .map(|g| id_list(vocab, g))
-        .collect();
-    // Each group lists its first MAX_LISTED ids; its size says if it has more.
-    let sizes: Vec<usize> = groups.iter().take(MAX_LISTED).map(Vec::len).collect();
-    out.push(Finding::new(
-        Severity::Info,
-        "duplicate-rows",
-        format!(
-            "`{name}` has {} group(s) of byte-identical rows ({rows} rows), e.g. {}",
-            groups.len(),
-            ids_phrase(vocab, &groups[0], 4)
-        ),
-        json!({
-            "tensor": name, "groups": groups.len(), "rows": rows, "first_groups": shown,
-            "group_sizes": sizes, "total": groups.len(), "truncated": cut(groups.len()),
-        }),
-    ));
 }
 
 /// The norm summary and outliers; returns the median norm.
 fn norm_findings(
-    vocab: Option<&Vocab>,
+    s: &Subject,
     name: &str,
     live: &[(u32, f32)],
     out: &mut Vec<Finding>,
 ) -> Option<f64> {
+    let vocab = s.vocab;
     let min = live.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
     let max = live.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
     let mut v: Vec<f64> = live.iter().map(|&(_, n)| f64::from(n)).collect();
@@ -337,12 +317,16 @@ fn norm_findings(
             "median": med, "max": max.1, "max_id": super::id_token(vocab, max.0),
         }),
     ));
-    let placeholders: Vec<(u32, f32)> = vocab.map_or_else(Vec::new, |v| {
-        live.iter()
-            .copied()
-            .filter(|&(id, _)| is_placeholder(v, id))
-            .collect()
-    });
+    let norm_of = |id: u32| {
+        live.binary_search_by_key(&id, |r| r.0)
+            .ok()
+            .map(|i| live[i].1)
+    };
+    let placeholders: Vec<(u32, f32)> = s
+        .placeholders
+        .iter()
+        .filter_map(|&id| Some((id, norm_of(id)?)))
+        .collect();
     if !placeholders.is_empty() {
         let mut p: Vec<f64> = placeholders.iter().map(|&(_, n)| f64::from(n)).collect();
         let p_med = median(&mut p);
@@ -368,10 +352,7 @@ fn norm_findings(
     }
     let (ids, lo, hi) = outliers(live);
     if !ids.is_empty() {
-        let norm_of = |id: u32| {
-            live.binary_search_by_key(&id, |r| r.0)
-                .map_or(0.0, |i| live[i].1)
-        };
+        let norm_of = |id: u32| norm_of(id).unwrap_or(0.0);
         let low = ids
             .iter()
             .filter(|&&id| f64::from(norm_of(id)) < lo)
@@ -383,9 +364,10 @@ fn norm_findings(
                 json!({"id": id, "token": vocab.and_then(|v| v.readable(id)), "norm": norm_of(id)})
             })
             .collect();
-        let unused = vocab.map_or(0, |v| {
-            ids.iter().filter(|&&id| is_placeholder(v, id)).count()
-        });
+        let unused = ids
+            .iter()
+            .filter(|id| s.placeholders.binary_search(id).is_ok())
+            .count();
         let note = if unused > 0 {
             format!("; {unused} of them are reserved placeholders")
         } else {
@@ -411,14 +393,18 @@ fn norm_findings(
     Some(med)
 }
 
-/// Reserved placeholder entries ([`crate::vocab::is_placeholder`]), T5's
-/// `<extra_id_0>` sentinels (unused until fine-tuning on span corruption),
-/// and GGUF tokens of type `unused`.
-fn is_placeholder(vocab: &Vocab, id: u32) -> bool {
-    vocab.is_unused(id)
-        || vocab.token(id).is_some_and(|token| {
-            crate::vocab::is_placeholder(token) || token.starts_with("<extra_id_")
+/// The ids of reserved placeholder entries ([`crate::vocab::is_placeholder`]),
+/// T5's `<extra_id_0>` sentinels (unused until fine-tuning on span
+/// corruption), and GGUF tokens of type `unused`, ascending.
+pub(crate) fn placeholders(vocab: &Vocab) -> Vec<u32> {
+    (0..vocab.size() as u32)
+        .filter(|&id| {
+            vocab.is_unused(id)
+                || vocab.token(id).is_some_and(|token| {
+                    crate::vocab::is_placeholder(token) || token.starts_with("<extra_id_")
+                })
         })
+        .collect()
 }
 
 #[cfg(test)]
