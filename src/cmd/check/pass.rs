@@ -215,3 +215,75 @@ pub(crate) fn pass<'a>(
     out.sort_by_key(|(i, _)| *i);
     out.into_iter().map(|(_, s)| s).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Dtype;
+
+    fn stored(dtype: Dtype, v: &[f32]) -> Vec<u8> {
+        match dtype {
+            Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Dtype::BF16 => v
+                .iter()
+                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+                .collect(),
+            _ => v
+                .iter()
+                .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn dots_made_in_the_pass_equal_the_catch_up() {
+        // Several blocks of the scan: 1100 rows of 512 values.
+        let (rows, cols) = (1100, 512);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 700.0)
+            .collect();
+        let mean: Vec<f32> = (0..cols).map(|j| (j as f32 - 200.0) / 300.0).collect();
+        let known = OnceLock::new();
+        known
+            .set(Reference {
+                ids: Vec::new(),
+                mean: Some(Dotted::new(mean.clone())),
+            })
+            .unwrap();
+        let dotted = known.get().unwrap().mean.as_ref().unwrap();
+        for dtype in [Dtype::BF16, Dtype::F32, Dtype::F16] {
+            let bytes = stored(dtype, &values);
+            let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
+            // The mean known before the pass: every block is dotted in it.
+            let early = scan(&m, &Progress::hidden(), Some(&known));
+            let early = early.sums.unwrap();
+            assert!(early.pending.is_empty(), "{dtype}");
+            // Not known during the pass: every block is left pending, and
+            // caught up after it.
+            let late = scan(&m, &Progress::hidden(), Some(&OnceLock::new()));
+            let late = late.sums.unwrap();
+            assert_eq!(late.pending.first().map(|r| r.start), Some(0), "{dtype}");
+            assert_eq!(late.pending.iter().map(Range::len).sum::<usize>(), rows);
+            assert!(late.pending.len() > 1, "{dtype}: one block only");
+            assert!(late.dot.iter().all(|&d| d == 0.0));
+            assert_eq!(late.sq, early.sq, "{dtype}");
+            assert_eq!(dots(&m, &late, dotted), early.dot, "{dtype}");
+            assert_eq!(dots(&m, &early, dotted), early.dot, "{dtype}");
+            for i in [0, 17, rows - 1] {
+                let exact: f64 = m
+                    .row(i)
+                    .iter()
+                    .zip(&mean)
+                    .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                    .sum();
+                let got = f64::from(early.dot[i]);
+                assert!(
+                    (got - exact).abs() < 1e-4 * exact.abs().max(1.0),
+                    "{dtype} row {i}"
+                );
+            }
+            // Other matrices keep no sums.
+            assert!(scan(&m, &Progress::hidden(), None).sums.is_none());
+        }
+    }
+}

@@ -291,7 +291,9 @@ impl F32Row for F32Bytes<'_> {
         let b: &[u8; 4 * LANES] = self.0[4 * k..4 * (k + LANES)]
             .try_into()
             .expect("whole step");
-        std::array::from_fn(|l| f32::from_le_bytes([b[4 * l], b[4 * l + 1], b[4 * l + 2], b[4 * l + 3]]))
+        std::array::from_fn(|l| {
+            f32::from_le_bytes([b[4 * l], b[4 * l + 1], b[4 * l + 2], b[4 * l + 3]])
+        })
     }
     #[inline(always)]
     fn at(self, j: usize) -> f32 {
@@ -335,8 +337,7 @@ fn f32_sums<const FMA: bool, const DOT: bool>(row: impl F32Row, plain: &[f32]) -
         }
     }
     let (mut sq_total, mut dot_total) = (lane_total(&sq, false), lane_total(&dot, false));
-    for j in whole..row.len() {
-        let x = row.at(j);
+    for (j, x) in (whole..row.len()).map(|j| (j, row.at(j))) {
         sq_total += x * x;
         if DOT {
             dot_total += x * plain[j];
@@ -488,6 +489,75 @@ mod tests {
             for s in all_paths(dtype, &zeros) {
                 assert!(s.zero && s.norm == 0.0 && !s.nan, "{dtype}");
             }
+        }
+    }
+
+    #[test]
+    fn dots_and_sums_add_in_value_order() {
+        // Three steps of 32 values and a tail of 4, rounded to BF16 so that
+        // every dtype stores the same values.
+        let round = |x: f32| bf16::from_f32(x).to_f32();
+        let v: Vec<f32> = (0..100)
+            .map(|i| round(((i * 7919 % 1000) as f32 - 500.0) / 333.0))
+            .collect();
+        let m: Vec<f32> = (0..100).map(|i| (i as f32 - 50.0) / 61.0).collect();
+        let dotted = Dotted::new(m.clone());
+        // As `undertrained` sums: value j in lane j % 32 over the whole
+        // steps (fused on the wide builds), the lanes in order, the tail.
+        let expect = |fma: bool, y: &[f32]| {
+            let mut lanes = [0f32; LANES];
+            for j in 0..96 {
+                lanes[j % LANES] = madd_any(fma, lanes[j % LANES], v[j], y[j]);
+            }
+            let mut total: f32 = lanes.iter().sum();
+            for j in 96..100 {
+                total += v[j] * y[j];
+            }
+            total
+        };
+        for dtype in [Dtype::F32, Dtype::BF16, Dtype::F16] {
+            let raw = bytes_of(dtype, &v);
+            let mut scratch = Vec::new();
+            for fma in [false, true] {
+                let mut out = Vec::new();
+                if fma {
+                    summarize_with::<true>(dtype, 100, &raw, Some(&dotted), &mut scratch, &mut out);
+                } else {
+                    summarize_with::<false>(
+                        dtype,
+                        100,
+                        &raw,
+                        Some(&dotted),
+                        &mut scratch,
+                        &mut out,
+                    );
+                }
+                let r = out[0];
+                assert_eq!(r.sq.to_bits(), expect(fma, &v).to_bits(), "{dtype} {fma}");
+                assert_eq!(r.dot.to_bits(), expect(fma, &m).to_bits(), "{dtype} {fma}");
+                assert_eq!(r.norm, r.sq.sqrt());
+            }
+            // The dispatched build agrees with one of the two, and without
+            // a vector the sums are the same and the dot is 0.
+            let (mut with, mut without) = (Vec::new(), Vec::new());
+            summarize(dtype, 100, &raw, Some(&dotted), &mut scratch, &mut with);
+            summarize(dtype, 100, &raw, None, &mut scratch, &mut without);
+            assert!([expect(false, &m), expect(true, &m)].contains(&with[0].dot));
+            assert_eq!((without[0].sq, without[0].dot), (with[0].sq, 0.0));
+            let exact: f64 = v
+                .iter()
+                .zip(&m)
+                .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                .sum();
+            assert!((f64::from(with[0].dot) - exact).abs() < 1e-5 * exact.abs().max(1.0));
+        }
+    }
+
+    fn madd_any(fma: bool, acc: f32, x: f32, y: f32) -> f32 {
+        if fma {
+            madd::<true>(acc, x, y)
+        } else {
+            madd::<false>(acc, x, y)
         }
     }
 
