@@ -18,12 +18,8 @@ pub(super) fn duplicates(
     live: &[(u32, f32)],
     out: &mut Vec<Finding>,
 ) {
-    // Rows with equal keys end up next to each other.
-    let by_hash = sorted(
-        live.iter()
-            .map(|&(id, _)| (stats.hashes[id as usize], id))
-            .collect(),
-    );
+    // Rows with equal keys, next to each other.
+    let by_hash = sharing_keys(live.iter().map(|&(id, _)| (stats.hashes[id as usize], id)));
     let mut groups: Vec<Vec<u32>> = Vec::new();
     for bucket in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|b| b.len() > 1) {
         // Confirm byte for byte: sorting the bucket by the rows' bytes puts
@@ -66,32 +62,27 @@ pub(super) fn duplicates(
     ));
 }
 
-/// `(key, id)` pairs sorted by key, then id: a counting pass on the top
-/// bits of the keys (as many as the pairs need, up to 16), then each bucket
-/// sorted alone. Keys are hashes, so buckets hold a few pairs each; crafted
-/// keys that share their top bits fall in one bucket, still sorted in
-/// `O(n log n)`.
-fn sorted(pairs: Vec<(u64, u32)>) -> Vec<(u64, u32)> {
-    let bits = (usize::BITS - pairs.len().leading_zeros()).clamp(1, 16);
-    let bucket = |key: u64| (key >> (64 - bits)) as usize;
-    let mut starts = vec![0usize; (1 << bits) + 1];
-    for &(key, _) in &pairs {
-        starts[bucket(key) + 1] += 1;
+/// The `(key, id)` pairs whose key another pair has too, sorted by key,
+/// then id: one look-up per pair in a table seeded at random (so crafted
+/// keys cannot make it slow), then a sort of the few that share keys
+/// (`O(n log n)` if crafted rows all share one key).
+fn sharing_keys(pairs: impl ExactSizeIterator<Item = (u64, u32)>) -> Vec<(u64, u32)> {
+    let mut first: foldhash::HashMap<u64, (u32, bool)> =
+        foldhash::HashMap::with_capacity_and_hasher(pairs.len(), Default::default());
+    let mut shared = Vec::new();
+    for (key, id) in pairs {
+        let seen = first.entry(key).or_insert((id, false));
+        if seen.0 != id {
+            if !seen.1 {
+                // The first pair with this key, once.
+                shared.push((key, seen.0));
+                seen.1 = true;
+            }
+            shared.push((key, id));
+        }
     }
-    for b in 1..starts.len() {
-        starts[b] += starts[b - 1];
-    }
-    let mut next = starts.clone();
-    let mut out = vec![(0, 0); pairs.len()];
-    for p in pairs {
-        let b = bucket(p.0);
-        out[next[b]] = p;
-        next[b] += 1;
-    }
-    for b in starts.windows(2) {
-        out[b[0]..b[1]].sort_unstable();
-    }
-    out
+    shared.sort_unstable();
+    shared
 }
 
 #[cfg(test)]
@@ -99,18 +90,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sorted_by_key_then_id() {
+    fn only_pairs_that_share_keys_sorted() {
         let mut pairs: Vec<(u64, u32)> = (0..5000u32)
-            .map(|i| (u64::from(i % 97).wrapping_mul(0x9E37_79B9_7F4A_7C15), i))
+            .map(|i| (u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15), i))
             .collect();
-        // Keys sharing their top bits land in one bucket.
-        pairs.extend((0..300).map(|i| (7 - i as u64 % 3, 9000 - i)));
-        pairs.push((u64::MAX, 1));
-        pairs.push((0, 2));
-        let mut want = pairs.clone();
-        want.sort_unstable();
-        assert_eq!(sorted(pairs), want);
-        assert!(sorted(Vec::new()).is_empty());
-        assert_eq!(sorted(vec![(3, 1)]), [(3, 1)]);
+        pairs.extend([(7, 9001), (7, 9000), (u64::MAX, 1), (7, 5), (0, 2)]);
+        pairs.push((0x9E37_79B9_7F4A_7C15, 8000));
+        let got = sharing_keys(pairs.into_iter());
+        let want = [
+            (0, 0),
+            (0, 2),
+            (7, 5),
+            (7, 9000),
+            (7, 9001),
+            (0x9E37_79B9_7F4A_7C15, 1),
+            (0x9E37_79B9_7F4A_7C15, 8000),
+        ];
+        assert_eq!(got, want);
+        assert!(sharing_keys(std::iter::empty()).is_empty());
+        // Every key shared: all pairs, sorted.
+        let same: Vec<(u64, u32)> = (0..100).rev().map(|i| (3, i)).collect();
+        assert_eq!(
+            sharing_keys(same.into_iter()),
+            (0..100).map(|i| (3, i)).collect::<Vec<_>>()
+        );
     }
 }

@@ -241,17 +241,25 @@ fn bf16_sums<const FMA: bool, const DOT: bool>(
     let mut sq = [0f32; LANES];
     let mut dot = [0f32; LANES];
     let (chunks, tail) = row.as_chunks::<{ 2 * LANES }>();
-    let (steps, _) = lanes.as_chunks::<LANES>();
-    for (i, c) in chunks.iter().enumerate() {
-        for l in 0..LANES / 2 {
-            let w = u32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
-            let (even, odd) = (f32::from_bits(w << 16), f32::from_bits(w & 0xFFFF_0000));
-            sq[l] = madd::<FMA>(sq[l], even, even);
-            sq[LANES / 2 + l] = madd::<FMA>(sq[LANES / 2 + l], odd, odd);
-            if DOT {
-                let m = &steps[i];
+    // Two loops: each keeps its sums in registers (one loop with the dot
+    // product behind a branch or an index does not, on LLVM 21).
+    if DOT {
+        let (steps, _) = lanes.as_chunks::<LANES>();
+        for (c, m) in chunks.iter().zip(steps) {
+            for l in 0..HALF {
+                let (even, odd) = bf16_pair(c, l);
+                sq[l] = madd::<FMA>(sq[l], even, even);
+                sq[HALF + l] = madd::<FMA>(sq[HALF + l], odd, odd);
                 dot[l] = madd::<FMA>(dot[l], even, m[l]);
-                dot[LANES / 2 + l] = madd::<FMA>(dot[LANES / 2 + l], odd, m[LANES / 2 + l]);
+                dot[HALF + l] = madd::<FMA>(dot[HALF + l], odd, m[HALF + l]);
+            }
+        }
+    } else {
+        for c in chunks {
+            for l in 0..HALF {
+                let (even, odd) = bf16_pair(c, l);
+                sq[l] = madd::<FMA>(sq[l], even, even);
+                sq[HALF + l] = madd::<FMA>(sq[HALF + l], odd, odd);
             }
         }
     }
@@ -265,6 +273,16 @@ fn bf16_sums<const FMA: bool, const DOT: bool>(
         }
     }
     (sq_total, dot_total)
+}
+
+/// Half of [`LANES`]: the even values of a BF16 step, or the odd ones.
+const HALF: usize = LANES / 2;
+
+/// Values `2l` and `2l + 1` of the BF16 step `c`, as f32.
+#[inline(always)]
+fn bf16_pair(c: &[u8; 2 * LANES], l: usize) -> (f32, f32) {
+    let w = u32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
+    (f32::from_bits(w << 16), f32::from_bits(w & 0xFFFF_0000))
 }
 
 /// F32 values read in place from little-endian bytes.
