@@ -4,11 +4,12 @@
 //! `undertrained-candidates` finding, which needs the vocabulary: the
 //! mean is published (see [`Reference`]) while the other matrices are
 //! read, each embedding block takes it up if it is there, and the blocks
-//! read before it was get a catch-up read of their own ([`catch_up`]).
+//! read before it was get a catch-up read of their own ([`dots`]).
 //!
 //! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
 //! 128k vocabulary), two more f32 per embedding row, and never copies the
-//! matrix.
+//! matrix. Each block's mapped pages are given back once read (see
+//! `release`).
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -70,9 +71,10 @@ struct Part {
     scratch: Vec<f32>,
 }
 
-/// The single streaming pass over `m`. For the embedding, `reference` is
-/// where the reference mean appears: each block dots its rows with it
-/// when it is there.
+/// The single streaming pass over `m`, calling `read` with each block's
+/// rows once summarised. For the embedding, `reference` is where the
+/// reference mean appears: each block dots its rows with it when it is
+/// there.
 pub(crate) fn scan(
     m: &Matrix,
     progress: &Progress,
