@@ -342,15 +342,21 @@ fn f32_sums<const FMA: bool, const DOT: bool>(row: impl F32Row, plain: &[f32]) -
     let mut sq = [0f32; LANES];
     let mut dot = [0f32; LANES];
     let whole = row.len() / LANES * LANES;
-    for k in (0..whole).step_by(LANES) {
-        let x = row.chunk(k);
-        for l in 0..LANES {
-            sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
-        }
-        if DOT {
-            let m: &[f32; LANES] = plain[k..k + LANES].try_into().expect("whole step");
+    // Two loops, as in `bf16_sums`.
+    if DOT {
+        let (steps, _) = plain.as_chunks::<LANES>();
+        for (k, m) in (0..whole).step_by(LANES).zip(steps) {
+            let x = row.chunk(k);
             for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
                 dot[l] = madd::<FMA>(dot[l], x[l], m[l]);
+            }
+        }
+    } else {
+        for k in (0..whole).step_by(LANES) {
+            let x = row.chunk(k);
+            for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
             }
         }
     }
