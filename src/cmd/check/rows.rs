@@ -242,24 +242,21 @@ fn bf16_sums<const FMA: bool, const DOT: bool>(
     let mut dot = [0f32; LANES];
     let (chunks, tail) = row.as_chunks::<{ 2 * LANES }>();
     // Two loops: each keeps its sums in registers (one loop with the dot
-    // product behind a branch or an index does not, on LLVM 21).
+    // product behind a branch does not, with this compiler).
     if DOT {
         let (steps, _) = lanes.as_chunks::<LANES>();
         for (c, m) in chunks.iter().zip(steps) {
-            for l in 0..HALF {
-                let (even, odd) = bf16_pair(c, l);
-                sq[l] = madd::<FMA>(sq[l], even, even);
-                sq[HALF + l] = madd::<FMA>(sq[HALF + l], odd, odd);
-                dot[l] = madd::<FMA>(dot[l], even, m[l]);
-                dot[HALF + l] = madd::<FMA>(dot[HALF + l], odd, m[HALF + l]);
+            let x = bf16_step(c);
+            for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+                dot[l] = madd::<FMA>(dot[l], x[l], m[l]);
             }
         }
     } else {
         for c in chunks {
-            for l in 0..HALF {
-                let (even, odd) = bf16_pair(c, l);
-                sq[l] = madd::<FMA>(sq[l], even, even);
-                sq[HALF + l] = madd::<FMA>(sq[HALF + l], odd, odd);
+            let x = bf16_step(c);
+            for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
             }
         }
     }
@@ -278,11 +275,15 @@ fn bf16_sums<const FMA: bool, const DOT: bool>(
 /// Half of [`LANES`]: the even values of a BF16 step, or the odd ones.
 const HALF: usize = LANES / 2;
 
-/// Values `2l` and `2l + 1` of the BF16 step `c`, as f32.
+/// The [`LANES`] BF16 values stored in `c` as f32, in the lanes of
+/// [`bf16_sums`]: values `0, 2, 4, …` then `1, 3, 5, …`.
 #[inline(always)]
-fn bf16_pair(c: &[u8; 2 * LANES], l: usize) -> (f32, f32) {
-    let w = u32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
-    (f32::from_bits(w << 16), f32::from_bits(w & 0xFFFF_0000))
+fn bf16_step(c: &[u8; 2 * LANES]) -> [f32; LANES] {
+    std::array::from_fn(|l| {
+        let i = l % HALF;
+        let w = u32::from_le_bytes([c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]]);
+        f32::from_bits(if l < HALF { w << 16 } else { w & 0xFFFF_0000 })
+    })
 }
 
 /// F32 values read in place from little-endian bytes.
