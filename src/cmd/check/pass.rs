@@ -8,8 +8,7 @@
 //!
 //! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
 //! 128k vocabulary), two more f32 per embedding row, and never copies the
-//! matrix. Each block's mapped pages are given back once read (see
-//! `release`).
+//! matrix.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -71,15 +70,13 @@ struct Part {
     scratch: Vec<f32>,
 }
 
-/// The single streaming pass over `m`, calling `read` with each block's
-/// rows once summarised. For the embedding, `reference` is where the
-/// reference mean appears: each block dots its rows with it when it is
-/// there.
+/// The single streaming pass over `m`. For the embedding, `reference` is
+/// where the reference mean appears: each block dots its rows with it
+/// when it is there.
 pub(crate) fn scan(
     m: &Matrix,
     progress: &Progress,
     reference: Option<&OnceLock<Reference>>,
-    read: impl Fn(Range<usize>) + Sync,
 ) -> Stats {
     let (dtype, cols) = (m.dtype(), m.cols());
     let part = search::scan(
@@ -94,7 +91,6 @@ pub(crate) fn scan(
             };
             let mut rows = Vec::new();
             rows::summarize(dtype, cols, raw, dotted, &mut part.scratch, &mut rows);
-            read(first..first + rows.len());
             part.blocks.push(Block {
                 first,
                 rows,
@@ -167,30 +163,6 @@ pub(crate) fn dots(m: &Matrix, sums: &Sums, mean: &Dotted) -> Vec<f32> {
     dot
 }
 
-/// Gives back the mapped pages of bytes `bytes` of tensor `t` once the
-/// pass has read them: the page tables are then torn down by the workers,
-/// on all cores, instead of on one when the checkpoint is unmapped at the
-/// end (a 2 GiB mapping takes tens of milliseconds). The bytes stay
-/// readable: a later read maps them again from the page cache.
-fn release(ckpt: &Checkpoint, t: &TensorEntry, bytes: Range<usize>) {
-    #[cfg(unix)]
-    {
-        let map = &ckpt.shards[t.shard].map;
-        // SAFETY: the mapping is read-only and shared with the page cache:
-        // dropping its pages changes no byte a reference can see, a read
-        // maps them again (the file is assumed unchanged, as for any map).
-        let _ = unsafe {
-            map.unchecked_advise_range(
-                memmap2::UncheckedAdvice::DontNeed,
-                t.range.start + bytes.start,
-                bytes.len(),
-            )
-        };
-    }
-    #[cfg(not(unix))]
-    let _ = (ckpt, t, bytes);
-}
-
 /// The matrices the value pass reads: the embedding, and the head unless
 /// it is a tied byte copy of the embedding.
 pub(crate) fn planned<'a>(ckpt: &'a Checkpoint, roles: &Roles) -> Vec<&'a TensorEntry> {
@@ -232,11 +204,7 @@ pub(crate) fn pass<'a>(
             let t = matrices[i];
             let stats = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
                 .map(|m| {
-                    let row_bytes = m.row_len_bytes();
-                    let read = |rows: Range<usize>| {
-                        release(ckpt, t, rows.start * row_bytes..rows.end * row_bytes);
-                    };
-                    let stats = scan(&m, progress, is_embedding(t).then_some(reference), read);
+                    let stats = scan(&m, progress, is_embedding(t).then_some(reference));
                     (m, stats)
                 })
                 .map_err(|e| e.to_string());
@@ -287,12 +255,12 @@ mod tests {
             let bytes = stored(dtype, &values);
             let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
             // The mean known before the pass: every block is dotted in it.
-            let early = scan(&m, &Progress::hidden(), Some(&known), |_| {});
+            let early = scan(&m, &Progress::hidden(), Some(&known));
             let early = early.sums.unwrap();
             assert!(early.pending.is_empty(), "{dtype}");
             // Not known during the pass: every block is left pending, and
             // caught up after it.
-            let late = scan(&m, &Progress::hidden(), Some(&OnceLock::new()), |_| {});
+            let late = scan(&m, &Progress::hidden(), Some(&OnceLock::new()));
             let late = late.sums.unwrap();
             assert_eq!(late.pending.first().map(|r| r.start), Some(0), "{dtype}");
             assert_eq!(late.pending.iter().map(Range::len).sum::<usize>(), rows);
@@ -315,7 +283,7 @@ mod tests {
                 );
             }
             // Other matrices keep no sums.
-            assert!(scan(&m, &Progress::hidden(), None, |_| {}).sums.is_none());
+            assert!(scan(&m, &Progress::hidden(), None).sums.is_none());
         }
     }
 }
