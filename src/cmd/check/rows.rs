@@ -168,7 +168,8 @@ fn rows_with<const FMA: bool, const DOT: bool>(
         .bytes_for(cols as u64)
         .expect("Matrix::new checked the row size") as usize;
     scratch.resize(cols, 0.0);
-    for row in raw.chunks_exact(row_bytes) {
+    for (i, row) in raw.chunks_exact(row_bytes).enumerate() {
+        prefetch(raw.get((i + PREFETCH_ROWS) * row_bytes..(i + PREFETCH_ROWS + 1) * row_bytes));
         let (sum, dot) = match dtype {
             Dtype::BF16 => bf16_sums::<FMA, DOT>(row, &d.bf16, &d.plain),
             Dtype::F32 => f32_sums::<FMA, DOT>(F32Bytes(row), &d.plain),
@@ -207,6 +208,24 @@ fn rows_with<const FMA: bool, const DOT: bool>(
         }
         out.push(s);
     }
+}
+
+/// Rows ahead whose bytes are asked of memory before they are summed.
+const PREFETCH_ROWS: usize = 2;
+
+/// Asks for `bytes` to be brought into cache, one request per 64-byte line.
+#[inline(always)]
+fn prefetch(bytes: Option<&[u8]>) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(bytes) = bytes {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        for line in bytes.chunks(64) {
+            // SAFETY: prefetching is a hint; any address is allowed.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 /// `acc + x * y`, fused when `FMA`.
