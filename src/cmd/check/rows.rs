@@ -11,7 +11,8 @@
 //! NaN or an infinity shows in it, and so does a zero row, so only rows
 //! whose sum is 0, NaN or infinite are looked at value by value. The loops
 //! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
-//! widest the CPU has is chosen at run time. Sums are made in f32 in 32
+//! widest the CPU has is chosen at run time; each row asks for the row two
+//! ahead to be brought into cache. Sums are made in f32 in 32
 //! lanes, value `j` of each step of 32 in lane `j` (BF16: the lanes hold
 //! the even values, then the odd ones), and the lanes added in value order,
 //! as `undertrained` adds them; the norm is redone in f64 when f32
