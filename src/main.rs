@@ -242,6 +242,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
     let report = std::thread::scope(|s| -> Result<_, Stop> {
         let values = s.spawn(|| pass.run(&progress));
         let vocab = load_vocab(&ckpt).inspect_err(|_| progress.cancel())?;
+        pass.set_vocab(vocab.as_ref());
         let check =
             Check::start(&ckpt, &roles, vocab.as_ref()).inspect_err(|_| progress.cancel())?;
         if !json {

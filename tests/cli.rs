@@ -3,6 +3,7 @@
 //! JSON fields, error messages, and the text they read (snapshots).
 
 mod check;
+mod check_candidates;
 mod common;
 mod conventions;
 mod gguf;

@@ -2,22 +2,29 @@
 //! two stages: header-only ones (sizes, special tokens, tie, dtypes,
 //! tokenizer self-consistency) computed from headers and small files by
 //! [`Check::start`], then value ones from one streaming pass over each
-//! stored matrix ([`ValuePass`], see `values`), which also says what the
-//! unreachable rows hold. The pass needs neither the tokenizer nor the
-//! header findings, so the two stages can run at the same time;
-//! [`Check::finish`] joins them into the report.
+//! stored matrix ([`ValuePass`], see `pass` and `values`), which also says
+//! what the unreachable rows hold and which embedding rows look untrained.
+//! The pass needs neither the tokenizer nor the header findings, so the
+//! two stages can run at the same time (the pass takes the vocabulary up
+//! once it is loaded, see [`ValuePass::set_vocab`]); [`Check::finish`]
+//! joins them into the report.
 
+mod duplicates;
 mod header;
+mod pass;
 mod rows;
 mod special;
 mod undertrained;
 mod values;
+
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::Result;
 use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::Roles;
 use crate::vocab::{self, SpecialDecl, Vocab};
@@ -160,6 +167,9 @@ pub(crate) struct Subject<'a> {
     pub head: Option<&'a TensorEntry>,
     /// Every special-token declaration, with the id it means.
     pub specials: Vec<Special>,
+    /// Reserved placeholder ids of the vocabulary, ascending (see
+    /// [`values::placeholders`]).
+    pub placeholders: Vec<u32>,
 }
 
 /// A special-token declaration and the id it means: as written, or the id
@@ -207,6 +217,7 @@ impl<'a> Check<'a> {
             embedding: roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name)),
             head: roles.head.as_ref().and_then(|c| ckpt.tensor(&c.name)),
             specials: specials(ckpt, vocab)?,
+            placeholders: vocab.map(values::placeholders).unwrap_or_default(),
         };
         let mut findings = header::findings(&s);
         findings.extend(special::findings(&s));
@@ -227,9 +238,13 @@ impl<'a> Check<'a> {
     /// Adds the findings of the value pass and returns the whole report.
     pub fn finish(self, values: Values) -> CheckReport {
         let Check { s, mut findings } = self;
-        let from_values = values::findings(&s, &values.0, &mut findings);
+        let Values { scanned, reference } = values;
+        let (from_values, candidates) = rayon::join(
+            || values::findings(&s, &scanned, &mut findings),
+            || undertrained::finding(&s, &scanned, &reference),
+        );
         findings.extend(from_values);
-        findings.extend(undertrained::finding(&s));
+        findings.extend(candidates);
         // Stable: early findings keep their place within a severity.
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         report(&s, findings)
@@ -237,24 +252,47 @@ impl<'a> Check<'a> {
 }
 
 /// The value pass of a check: one streaming pass over each stored matrix
-/// (the embedding, and the head unless it is a tied copy). It needs neither
-/// the tokenizer nor the header findings, so it can run while
+/// (the head unless it is a tied copy, then the embedding). It needs
+/// neither the tokenizer nor the header findings, so it can run while
 /// [`Check::start`] reads them.
 pub struct ValuePass<'a> {
     ckpt: &'a Checkpoint,
     matrices: Vec<&'a TensorEntry>,
+    embedding: Option<&'a TensorEntry>,
+    /// The embedding's reference rows and mean, once the vocabulary is known.
+    reference: Arc<OnceLock<undertrained::Reference>>,
 }
 
 /// What the value pass learnt, for [`Check::finish`].
-pub struct Values<'a>(Vec<values::Scanned<'a>>);
+pub struct Values<'a> {
+    scanned: Vec<pass::Scanned<'a>>,
+    reference: Arc<OnceLock<undertrained::Reference>>,
+}
 
 impl<'a> ValuePass<'a> {
     /// Plans the pass over `ckpt`'s matrices as `roles` names them.
     pub fn new(ckpt: &'a Checkpoint, roles: &Roles) -> Self {
         ValuePass {
             ckpt,
-            matrices: values::planned(ckpt, roles),
+            matrices: pass::planned(ckpt, roles),
+            embedding: roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name)),
+            reference: Arc::default(),
         }
+    }
+
+    /// Hands the pass the vocabulary (`None` without a tokenizer), from any
+    /// thread, as soon as it is loaded: the embedding's reference rows
+    /// (for `undertrained-candidates`) are found and their mean made, and
+    /// the embedding blocks read from then on are dotted with it in the
+    /// same read. Optional: [`Check::finish`] does it otherwise, with a
+    /// read of its own.
+    pub fn set_vocab(&self, vocab: Option<&Vocab>) {
+        self.reference.get_or_init(|| match self.embedding {
+            Some(t) => Matrix::new(&t.name, self.ckpt.bytes(t), t.dtype, &t.shape)
+                .map(|m| undertrained::Reference::resolve(&m, vocab))
+                .unwrap_or_default(),
+            None => undertrained::Reference::default(),
+        });
     }
 
     /// The rows the pass reads, for a progress bar.
@@ -273,7 +311,16 @@ impl<'a> ValuePass<'a> {
 
     /// Runs the pass, counting rows on `progress` and finishing it.
     pub fn run(&self, progress: &Progress) -> Values<'a> {
-        Values(values::pass(self.ckpt, &self.matrices, progress))
+        Values {
+            scanned: pass::pass(
+                self.ckpt,
+                &self.matrices,
+                self.embedding,
+                &self.reference,
+                progress,
+            ),
+            reference: Arc::clone(&self.reference),
+        }
     }
 }
 

@@ -1,16 +1,22 @@
 //! What the value pass learns about each row, straight from its stored
 //! bytes: the sum of squares, whether it holds NaN, infinities or only
-//! zeros, and a key for finding duplicates ([`row_key`]: a hash of short
+//! zeros, a key for finding duplicates ([`row_key`]: a hash of short
 //! rows, of the sum and a few sampled words of long ones, so that the pass
-//! costs little more than reading the bytes).
+//! costs little more than reading the bytes), and when asked, the dot
+//! product with one vector (the embedding's reference mean, for the
+//! `undertrained-candidates` finding), in the same read.
 //!
 //! BF16 and F32 rows are read in place; other dtypes are converted to f32
 //! a row at a time. Only the sum of squares is computed for every row: a
 //! NaN or an infinity shows in it, and so does a zero row, so only rows
-//! whose sum is 0, NaN or infinite are looked at value by value. The loops are plain Rust, compiled as well for
-//! AVX-512 and for AVX2 + FMA, and the widest the CPU has is chosen at run
-//! time. Squares are summed in f32, and again in f64 when f32 overflows or
-//! underflows.
+//! whose sum is 0, NaN or infinite are looked at value by value. The loops
+//! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
+//! widest the CPU has is chosen at run time; each row asks for the row two
+//! ahead to be brought into cache. Sums are made in f32 in 32
+//! lanes, value `j` of each step of 32 in lane `j` (BF16: the lanes hold
+//! the even values, then the odd ones), and the lanes added in value order,
+//! as `undertrained` adds them; the norm is redone in f64 when f32
+//! overflows or underflows.
 
 use crate::dtype::Dtype;
 use crate::matrix::convert;
@@ -20,6 +26,11 @@ use crate::matrix::convert;
 pub(crate) struct RowSummary {
     /// The L2 norm; NaN when the row holds NaN or an infinity.
     pub norm: f32,
+    /// The sum of squares as summed in f32 (infinite or 0 where the norm
+    /// was redone in f64).
+    pub sq: f32,
+    /// The dot product with the [`Dotted`] vector (0 without one).
+    pub dot: f32,
     /// The row holds a NaN.
     pub nan: bool,
     /// The row holds an infinity.
@@ -31,8 +42,41 @@ pub(crate) struct RowSummary {
     pub hash: u64,
 }
 
+/// Values per step of the row loops, one per lane.
+const LANES: usize = 32;
+
+/// A vector the rows are dotted with, in the layouts the loops read.
+#[derive(Debug)]
+pub(crate) struct Dotted {
+    /// The values in order.
+    plain: Vec<f32>,
+    /// Each step of [`LANES`] values as the BF16 loop's lanes hold them:
+    /// the even values, then the odd ones.
+    bf16: Vec<f32>,
+}
+
+impl Dotted {
+    /// The vector `v`, of one value per column.
+    pub(crate) fn new(v: Vec<f32>) -> Self {
+        let mut bf16 = v.clone();
+        for (step, out) in v.chunks_exact(LANES).zip(bf16.chunks_exact_mut(LANES)) {
+            for l in 0..LANES / 2 {
+                out[l] = step[2 * l];
+                out[LANES / 2 + l] = step[2 * l + 1];
+            }
+        }
+        Dotted { plain: v, bf16 }
+    }
+
+    /// The values in order.
+    pub(crate) fn values(&self) -> &[f32] {
+        &self.plain
+    }
+}
+
 /// Summaries of the whole rows of `cols` values of `dtype` stored in `raw`,
-/// appended to `out`; `scratch` is a buffer for conversions.
+/// appended to `out`, with each row's dot product with `dotted` when
+/// given (of `cols` values); `scratch` is a buffer for conversions.
 ///
 /// As for a [`Matrix`](crate::matrix::Matrix): `dtype` is one it reads,
 /// `cols` is not 0, and `raw.len()` is a multiple of the row size.
@@ -40,6 +84,7 @@ pub(crate) fn summarize(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -48,14 +93,14 @@ pub(crate) fn summarize(
         if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has the features the function is compiled for
             // (checked just above).
-            return unsafe { summarize_avx512(dtype, cols, raw, scratch, out) };
+            return unsafe { summarize_avx512(dtype, cols, raw, dotted, scratch, out) };
         }
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             // SAFETY: as above.
-            return unsafe { summarize_avx2(dtype, cols, raw, scratch, out) };
+            return unsafe { summarize_avx2(dtype, cols, raw, dotted, scratch, out) };
         }
     }
-    summarize_with::<false>(dtype, cols, raw, scratch, out);
+    summarize_with::<false>(dtype, cols, raw, dotted, scratch, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -64,10 +109,11 @@ fn summarize_avx512(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
-    summarize_with::<true>(dtype, cols, raw, scratch, out);
+    summarize_with::<true>(dtype, cols, raw, dotted, scratch, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -76,10 +122,11 @@ fn summarize_avx2(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
-    summarize_with::<true>(dtype, cols, raw, scratch, out);
+    summarize_with::<true>(dtype, cols, raw, dotted, scratch, out);
 }
 
 /// The body of [`summarize`]; `FMA` says whether fused multiply-adds are
@@ -89,6 +136,32 @@ fn summarize_with<const FMA: bool>(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
+    dotted: Option<&Dotted>,
+    scratch: &mut Vec<f32>,
+    out: &mut Vec<RowSummary>,
+) {
+    match dotted {
+        Some(d) => {
+            assert_eq!(d.plain.len(), cols, "one dotted value per column");
+            rows_with::<FMA, true>(dtype, cols, raw, d, scratch, out);
+        }
+        None => {
+            let none = Dotted {
+                plain: Vec::new(),
+                bf16: Vec::new(),
+            };
+            rows_with::<FMA, false>(dtype, cols, raw, &none, scratch, out);
+        }
+    }
+}
+
+/// The row loop of [`summarize_with`], with the dot product when `DOT`.
+#[inline(always)]
+fn rows_with<const FMA: bool, const DOT: bool>(
+    dtype: Dtype,
+    cols: usize,
+    raw: &[u8],
+    d: &Dotted,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -96,17 +169,20 @@ fn summarize_with<const FMA: bool>(
         .bytes_for(cols as u64)
         .expect("Matrix::new checked the row size") as usize;
     scratch.resize(cols, 0.0);
-    for row in raw.chunks_exact(row_bytes) {
-        let sum = match dtype {
-            Dtype::BF16 => bf16_squares::<FMA>(row),
-            Dtype::F32 => f32_squares::<FMA>(row),
+    for (i, row) in raw.chunks_exact(row_bytes).enumerate() {
+        prefetch(raw.get((i + PREFETCH_ROWS) * row_bytes..(i + PREFETCH_ROWS + 1) * row_bytes));
+        let (sum, dot) = match dtype {
+            Dtype::BF16 => bf16_sums::<FMA, DOT>(row, &d.bf16, &d.plain),
+            Dtype::F32 => f32_sums::<FMA, DOT>(F32Bytes(row), &d.plain),
             _ => {
                 convert(dtype, row, scratch);
-                squares::<FMA>(scratch)
+                f32_sums::<FMA, DOT>(scratch.as_slice(), &d.plain)
             }
         };
         let mut s = RowSummary {
             norm: sum.sqrt(),
+            sq: sum,
+            dot,
             nan: false,
             inf: false,
             zero: false,
@@ -135,60 +211,184 @@ fn summarize_with<const FMA: bool>(
     }
 }
 
-/// `acc + x * x`, fused when `FMA`.
-#[inline(always)]
-fn add_square<const FMA: bool>(acc: f32, x: f32) -> f32 {
-    if FMA { x.mul_add(x, acc) } else { acc + x * x }
-}
+/// Rows ahead whose bytes are asked of memory before they are summed.
+const PREFETCH_ROWS: usize = 2;
 
-/// The sum of squares of a stored BF16 row, in f32. The row is read as
-/// 32-bit words: a word's high half is one value's f32 bit pattern once
-/// the low half is masked off, and its low half shifted up is the other's.
+/// Asks for `bytes` to be brought into cache, one request per 64-byte line.
 #[inline(always)]
-fn bf16_squares<const FMA: bool>(row: &[u8]) -> f32 {
-    let mut sums = [0f32; 32];
-    let (chunks, tail) = row.as_chunks::<64>();
-    for c in chunks {
-        for l in 0..16 {
-            let w = u32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
-            sums[l] = add_square::<FMA>(sums[l], f32::from_bits(w << 16));
-            sums[16 + l] = add_square::<FMA>(sums[16 + l], f32::from_bits(w & 0xFFFF_0000));
+fn prefetch(bytes: Option<&[u8]>) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(bytes) = bytes {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        for line in bytes.chunks(64) {
+            // SAFETY: prefetching is a hint; any address is allowed.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
         }
     }
-    let tail = tail
-        .chunks_exact(2)
-        .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16));
-    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
-/// The sum of squares of a stored F32 row, in f32.
+/// `acc + x * y`, fused when `FMA`.
 #[inline(always)]
-fn f32_squares<const FMA: bool>(row: &[u8]) -> f32 {
-    let mut sums = [0f32; 32];
-    let (chunks, tail) = row.as_chunks::<128>();
-    for c in chunks {
-        for (l, sum) in sums.iter_mut().enumerate() {
-            let x = f32::from_le_bytes([c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]]);
-            *sum = add_square::<FMA>(*sum, x);
-        }
-    }
-    let tail = tail
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    sums.iter().sum::<f32>() + tail.map(|x| x * x).sum::<f32>()
+fn madd<const FMA: bool>(acc: f32, x: f32, y: f32) -> f32 {
+    if FMA { x.mul_add(y, acc) } else { acc + x * y }
 }
 
-/// The sum of squares of values already converted to f32.
+/// The lanes added in value order; `interleaved`: as the BF16 loop holds
+/// them (even values, then odd ones).
 #[inline(always)]
-fn squares<const FMA: bool>(row: &[f32]) -> f32 {
-    let mut sums = [0f32; 16];
-    let (chunks, tail) = row.as_chunks::<16>();
-    for c in chunks {
-        for (sum, &x) in sums.iter_mut().zip(c) {
-            *sum = add_square::<FMA>(*sum, x);
+fn lane_total(lanes: &[f32; LANES], interleaved: bool) -> f32 {
+    let ordered: [f32; LANES] = std::array::from_fn(|j| match interleaved {
+        true if j % 2 == 1 => lanes[LANES / 2 + j / 2],
+        true => lanes[j / 2],
+        false => lanes[j],
+    });
+    ordered.iter().sum()
+}
+
+/// The sum of squares of a stored BF16 row and, when `DOT`, its dot
+/// product with `lanes` (the vector in the lane layout, see [`Dotted`])
+/// and, past the whole steps, `plain`; in f32. The row is read as 32-bit
+/// words: a word's high half is one value's f32 bit pattern once the low
+/// half is masked off, and its low half shifted up is the other's.
+#[inline(always)]
+fn bf16_sums<const FMA: bool, const DOT: bool>(
+    row: &[u8],
+    lanes: &[f32],
+    plain: &[f32],
+) -> (f32, f32) {
+    let mut sq = [0f32; LANES];
+    let mut dot = [0f32; LANES];
+    let (chunks, tail) = row.as_chunks::<{ 2 * LANES }>();
+    // Two loops: each keeps its sums in registers (one loop with the dot
+    // product behind a branch does not, with this compiler).
+    if DOT {
+        let (steps, _) = lanes.as_chunks::<LANES>();
+        for (c, m) in chunks.iter().zip(steps) {
+            let x = bf16_step(c);
+            for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+                dot[l] = madd::<FMA>(dot[l], x[l], m[l]);
+            }
+        }
+    } else {
+        for c in chunks {
+            let x = bf16_step(c);
+            for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+            }
         }
     }
-    sums.iter().sum::<f32>() + tail.iter().map(|x| x * x).sum::<f32>()
+    let (mut sq_total, mut dot_total) = (lane_total(&sq, true), lane_total(&dot, true));
+    let first = chunks.len() * LANES;
+    for (j, b) in tail.chunks_exact(2).enumerate() {
+        let x = f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16);
+        sq_total += x * x;
+        if DOT {
+            dot_total += x * plain[first + j];
+        }
+    }
+    (sq_total, dot_total)
+}
+
+/// Half of [`LANES`]: the even values of a BF16 step, or the odd ones.
+const HALF: usize = LANES / 2;
+
+/// The [`LANES`] BF16 values stored in `c` as f32, in the lanes of
+/// [`bf16_sums`]: values `0, 2, 4, …` then `1, 3, 5, …`.
+#[inline(always)]
+fn bf16_step(c: &[u8; 2 * LANES]) -> [f32; LANES] {
+    std::array::from_fn(|l| {
+        let i = l % HALF;
+        let w = u32::from_le_bytes([c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]]);
+        f32::from_bits(if l < HALF { w << 16 } else { w & 0xFFFF_0000 })
+    })
+}
+
+/// F32 values read in place from little-endian bytes.
+#[derive(Clone, Copy)]
+struct F32Bytes<'a>(&'a [u8]);
+
+/// A row of f32 values for [`f32_sums`]: stored bytes or converted values.
+trait F32Row: Copy {
+    /// Number of values.
+    fn len(self) -> usize;
+    /// Values `k..k + LANES` (`k + LANES <= len`).
+    fn chunk(self, k: usize) -> [f32; LANES];
+    /// Value `j`.
+    fn at(self, j: usize) -> f32;
+}
+
+impl F32Row for F32Bytes<'_> {
+    #[inline(always)]
+    fn len(self) -> usize {
+        self.0.len() / 4
+    }
+    #[inline(always)]
+    fn chunk(self, k: usize) -> [f32; LANES] {
+        let b: &[u8; 4 * LANES] = self.0[4 * k..4 * (k + LANES)]
+            .try_into()
+            .expect("whole step");
+        std::array::from_fn(|l| {
+            f32::from_le_bytes([b[4 * l], b[4 * l + 1], b[4 * l + 2], b[4 * l + 3]])
+        })
+    }
+    #[inline(always)]
+    fn at(self, j: usize) -> f32 {
+        let b = &self.0[4 * j..4 * j + 4];
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl F32Row for &[f32] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[f32]>::len(self)
+    }
+    #[inline(always)]
+    fn chunk(self, k: usize) -> [f32; LANES] {
+        self[k..k + LANES].try_into().expect("whole step")
+    }
+    #[inline(always)]
+    fn at(self, j: usize) -> f32 {
+        self[j]
+    }
+}
+
+/// The sum of squares of a row of f32 values and, when `DOT`, its dot
+/// product with `plain`; in f32.
+#[inline(always)]
+fn f32_sums<const FMA: bool, const DOT: bool>(row: impl F32Row, plain: &[f32]) -> (f32, f32) {
+    let mut sq = [0f32; LANES];
+    let mut dot = [0f32; LANES];
+    let whole = row.len() / LANES * LANES;
+    // Two loops, as in `bf16_sums`.
+    if DOT {
+        let (steps, _) = plain.as_chunks::<LANES>();
+        for (k, m) in (0..whole).step_by(LANES).zip(steps) {
+            let x = row.chunk(k);
+            for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+                dot[l] = madd::<FMA>(dot[l], x[l], m[l]);
+            }
+        }
+    } else {
+        for k in (0..whole).step_by(LANES) {
+            let x = row.chunk(k);
+            for l in 0..LANES {
+                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+            }
+        }
+    }
+    let (mut sq_total, mut dot_total) = (lane_total(&sq, false), lane_total(&dot, false));
+    for (j, x) in (whole..row.len()).map(|j| (j, row.at(j))) {
+        sq_total += x * x;
+        if DOT {
+            dot_total += x * plain[j];
+        }
+    }
+    (sq_total, dot_total)
 }
 
 /// Words of 8 bytes that [`row_key`] samples from a long row.
@@ -281,132 +481,4 @@ fn finish(mut acc: [u64; 8], tail: &[u8], len: usize) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use half::{bf16, f16};
-
-    fn bytes_of(dtype: Dtype, v: &[f32]) -> Vec<u8> {
-        match dtype {
-            Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Dtype::BF16 => v
-                .iter()
-                .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
-                .collect(),
-            Dtype::F16 => v
-                .iter()
-                .flat_map(|&x| f16::from_f32(x).to_le_bytes())
-                .collect(),
-            Dtype::F64 => v.iter().flat_map(|&x| f64::from(x).to_le_bytes()).collect(),
-            other => panic!("no writer for {other}"),
-        }
-    }
-
-    /// Every compiled path on one row.
-    fn all_paths(dtype: Dtype, v: &[f32]) -> Vec<RowSummary> {
-        let raw = bytes_of(dtype, v);
-        let mut scratch = Vec::new();
-        let mut results = Vec::new();
-        let mut run = |f: &dyn Fn(&mut Vec<f32>, &mut Vec<RowSummary>)| {
-            let mut out = Vec::new();
-            f(&mut scratch, &mut out);
-            assert_eq!(out.len(), 1);
-            results.push(out[0]);
-        };
-        run(&|s, o| summarize_with::<false>(dtype, v.len(), &raw, s, o));
-        run(&|s, o| summarize(dtype, v.len(), &raw, s, o));
-        results
-    }
-
-    #[test]
-    fn sums_and_classes_on_every_path_and_dtype() {
-        let v: Vec<f32> = (0..77).map(|i| (i as f32 - 30.0) * 0.25).collect();
-        let exact: f64 = v
-            .iter()
-            .map(|&x| f64::from(x) * f64::from(x))
-            .sum::<f64>()
-            .sqrt();
-        for dtype in [Dtype::F32, Dtype::BF16, Dtype::F16, Dtype::F64] {
-            for s in all_paths(dtype, &v) {
-                assert!((f64::from(s.norm) - exact).abs() < 1e-5 * exact, "{dtype}");
-                assert!(!s.nan && !s.inf && !s.zero, "{dtype}");
-            }
-            let zeros = [0.0, -0.0, 0.0];
-            for s in all_paths(dtype, &zeros) {
-                assert!(s.zero && s.norm == 0.0 && !s.nan, "{dtype}");
-            }
-        }
-    }
-
-    #[test]
-    fn nan_inf_and_out_of_range_squares() {
-        for dtype in [Dtype::F32, Dtype::BF16, Dtype::F16] {
-            let mut v = vec![1.0f32; 40];
-            v[33] = f32::NAN;
-            for s in all_paths(dtype, &v) {
-                assert!(s.nan && !s.inf && s.norm.is_nan(), "{dtype}");
-            }
-            v[3] = f32::NEG_INFINITY;
-            for s in all_paths(dtype, &v) {
-                assert!(s.nan && s.inf, "{dtype}");
-            }
-            v[33] = 1.0;
-            for s in all_paths(dtype, &v) {
-                assert!(!s.nan && s.inf && !s.zero, "{dtype}");
-            }
-        }
-        // Squares past f32::MAX and below its smallest subnormal: the sum
-        // is redone in f64.
-        let big = [3e30f32, 4e30];
-        for s in all_paths(Dtype::F32, &big) {
-            assert!((s.norm / 5e30 - 1.0).abs() < 1e-6 && !s.inf, "{s:?}");
-        }
-        let tiny = [3e-30f32, 4e-30, 0.0];
-        for s in all_paths(Dtype::F32, &tiny) {
-            assert!((s.norm / 5e-30 - 1.0).abs() < 1e-6 && !s.zero, "{s:?}");
-        }
-    }
-
-    #[test]
-    fn hash_sees_every_byte_and_place() {
-        let a: Vec<u8> = (0..150).map(|i| (i * 7) as u8).collect();
-        let mut seen = std::collections::HashSet::new();
-        assert!(seen.insert(hash_row(&a)));
-        for i in 0..a.len() {
-            let mut b = a.clone();
-            b[i] ^= 1;
-            assert!(seen.insert(hash_row(&b)), "byte {i}");
-        }
-        assert!(seen.insert(hash_row(&a[..149])));
-        // Two 64-byte stripes swapped.
-        let mut swapped = a[64..128].to_vec();
-        swapped.extend_from_slice(&a[..64]);
-        swapped.extend_from_slice(&a[128..]);
-        assert!(seen.insert(hash_row(&swapped)));
-        assert_eq!(hash_row(&a), hash_row(&a.clone()));
-    }
-
-    #[test]
-    fn row_key_sees_samples_norm_and_length_only() {
-        // Short rows are hashed whole.
-        let short: Vec<u8> = (0..256).map(|i| i as u8).collect();
-        let mut other = short.clone();
-        other[100] ^= 1;
-        assert_eq!(row_key(&short, 1.0), hash_row(&short));
-        assert_ne!(row_key(&short, 1.0), row_key(&other, 1.0));
-        // Long rows: the first and last words, every sampled word, the sum
-        // and the length count; a byte between samples does not.
-        let row: Vec<u8> = (0..8192).map(|i| (i * 7 + i / 256) as u8).collect();
-        let key = row_key(&row, 2.5);
-        assert_eq!(key, row_key(&row.clone(), 2.5));
-        assert_ne!(key, row_key(&row, 2.25));
-        assert_ne!(key, row_key(&row[..8190], 2.5));
-        for at in [0, 7, 8184, 8191, 8184 * 7 / 15] {
-            let mut b = row.clone();
-            b[at] ^= 1;
-            assert_ne!(key, row_key(&b, 2.5), "byte {at}");
-        }
-        let mut b = row.clone();
-        b[20] ^= 1;
-        assert_eq!(key, row_key(&b, 2.5));
-    }
-}
+mod tests;

@@ -1,58 +1,108 @@
 //! The `undertrained-candidates` info finding: the embedding indicators of
-//! `undertrained` (norm and distance to the reference mean), from one more
-//! streaming read of the embedding after the value pass (no head passes,
-//! no encoding), counted against the strong threshold.
+//! `undertrained` (norm, and distance to the mean of the `auto` reference
+//! rows), scored as `embscope undertrained --matrix embed --no-reachable`
+//! scores them, counted against the strong threshold. The value pass makes
+//! the sums they need (`|r|²` and `r·m`, see `pass`): no read of its own,
+//! but for the embedding rows read before the vocabulary was there (and
+//! none without a reference set, where the norm alone is the indicator).
 
 use serde_json::json;
 
+use super::pass::{self, Scanned};
+use super::rows::Dotted;
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
-use crate::cmd::undertrained::{self, ReferenceSpec, Request};
-use crate::roles::Which;
+use crate::cmd::undertrained::{self, STRONG};
+use crate::matrix::Matrix;
+use crate::vocab::Vocab;
+
+/// The embedding's `auto` reference rows (see `undertrained`) and their
+/// mean, which the value pass dots the embedding's rows with.
+#[derive(Debug, Default)]
+pub(crate) struct Reference {
+    /// Row ids, ascending.
+    pub ids: Vec<u32>,
+    /// The mean of the finite reference rows; `None` without any (then
+    /// the indicator is the norm alone and no dot product is needed).
+    pub mean: Option<Dotted>,
+}
+
+impl Reference {
+    /// The reference of the embedding `m` with `vocab` (none without one),
+    /// reading the reference rows only.
+    pub(crate) fn resolve(m: &Matrix, vocab: Option<&Vocab>) -> Self {
+        let (ids, mean) = undertrained::auto_reference(m, vocab);
+        Reference {
+            ids,
+            mean: mean.map(Dotted::new),
+        }
+    }
+}
 
 /// The finding when rows outside the reference set score as strong
-/// candidates; none otherwise
-/// (or when there is no readable embedding: other findings say why).
-pub(super) fn finding(s: &Subject) -> Option<Finding> {
-    s.embedding?;
-    let req = Request {
-        // Enough ranked rows to list strong ones outside the reference set.
-        top: 50 * MAX_LISTED,
-        matrix: Some(Which::Embed),
-        reference: ReferenceSpec::Auto,
-        reachability: false,
-        progress: false,
+/// candidates; none otherwise (or when the embedding's values could not be
+/// read: other findings say why). Completes the embedding's dot products
+/// first when the pass read rows before the reference was known.
+pub(super) fn finding(
+    s: &Subject,
+    scanned: &[Scanned],
+    reference: &std::sync::OnceLock<Reference>,
+) -> Option<Finding> {
+    let name = &s.embedding?.name;
+    let (m, stats) = scanned
+        .iter()
+        .find(|x| &x.tensor.name == name)?
+        .stats
+        .as_ref()
+        .ok()?;
+    let reference = reference.get_or_init(|| Reference::resolve(m, s.vocab));
+    let sums = stats.sums.as_ref()?;
+    let dot = match &reference.mean {
+        Some(mean) => pass::dots(m, sums, mean),
+        None => Vec::new(),
     };
-    let r = undertrained::run(s.ckpt, s.roles, s.vocab, &req).ok()?;
+    // As `undertrained` has them: NaN for a row whose sum is not finite.
+    let finite = |i: usize| sums.sq[i].is_finite();
+    let sq = (0..sums.sq.len())
+        .map(|i| if finite(i) { sums.sq[i] } else { f32::NAN })
+        .collect();
+    let dot = (0..dot.len())
+        .map(|i| if finite(i) { dot[i] } else { f32::NAN })
+        .collect();
+    let mean = reference.mean.as_ref().map(Dotted::values);
+    let (indicators, scores) = undertrained::embed_scores(sq, dot, mean);
+    let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
+    let strong: Vec<u32> = (0..scores.len() as u32)
+        .filter(|&i| scores[i as usize] >= STRONG)
+        .collect();
     // Reserved and unreachable rows are expected to be untrained (and
     // unreachable rows have their own finding): only others are news.
-    if r.strong_outside_reference == 0 {
+    let mut outside: Vec<u32> = strong.iter().copied().filter(|&i| !in_ref(i)).collect();
+    if outside.is_empty() {
         return None;
     }
-    let ids: Vec<u32> = r
-        .candidates
-        .iter()
-        .filter(|c| c.strong && !c.reference)
-        .map(|c| c.id)
-        .take(MAX_LISTED)
-        .collect();
+    outside.sort_by(|a, b| {
+        scores[*b as usize]
+            .total_cmp(&scores[*a as usize])
+            .then(a.cmp(b))
+    });
+    let ids = &outside[..outside.len().min(MAX_LISTED)];
     Some(Finding::new(
         Severity::Info,
         "undertrained-candidates",
         format!(
-            "{} row(s) of `{}` look untrained by the embedding indicators ({} outside the {} reference rows, such as {}); rank them with `embscope undertrained {}`",
-            r.strong,
-            r.embedding.as_deref().unwrap_or_default(),
-            r.strong_outside_reference,
-            r.reference.rows,
+            "{} row(s) of `{name}` look untrained by the embedding indicators ({} outside the {} reference rows, such as {}); rank them with `embscope undertrained {}`",
+            strong.len(),
+            outside.len(),
+            reference.ids.len(),
             ids_phrase(s.vocab, &ids[..ids.len().min(4)], 4),
             s.ckpt.model
         ),
         json!({
-            "tensor": r.embedding, "rows": r.strong,
-            "outside_reference": r.strong_outside_reference,
-            "reference_rows": r.reference.rows, "threshold": r.threshold,
-            "indicators": r.indicators, "ids": id_list(s.vocab, &ids),
-            "total": r.strong_outside_reference, "truncated": cut(r.strong_outside_reference),
+            "tensor": name, "rows": strong.len(),
+            "outside_reference": outside.len(),
+            "reference_rows": reference.ids.len(), "threshold": STRONG,
+            "indicators": indicators, "ids": id_list(s.vocab, ids),
+            "total": outside.len(), "truncated": cut(outside.len()),
         }),
     ))
 }

@@ -1,114 +1,26 @@
-//! Value findings, from one streaming pass per stored matrix through
-//! [`search::scan`]: NaN/Inf rows, all-zero rows, exact duplicate rows
+//! Value findings, from the statistics of the value pass (see `pass`):
+//! NaN/Inf rows, all-zero rows, exact duplicate rows
 //! (by a key of the stored bytes, confirmed byte for byte), the row-norm
 //! distribution and its outliers, what the rows no token reaches hold, and
 //! whether an untied head is a byte copy of the embedding.
-//!
-//! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
-//! 128k vocabulary) and never copies the matrix.
 
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
+use super::duplicates::duplicates;
 use super::header::UNREACHABLE_CODES;
-use super::rows;
+use super::pass::{Scanned, Stats};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
-use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::checkpoint::TensorEntry;
 use crate::cmd::undertrained::median;
 use crate::matrix::Matrix;
-use crate::progress::Progress;
 use crate::render::bytes;
-use crate::roles::{Roles, TieStatus};
-use crate::search;
+use crate::roles::TieStatus;
 use crate::vocab::Vocab;
 
 /// Rows whose log-norm lies further than this many robust standard
 /// deviations (1.4826 × MAD) from the median log-norm are outliers.
 const OUTLIER_SIGMAS: f64 = 6.0;
-
-/// What the pass learns about one matrix.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    /// L2 norm of every row (NaN for rows holding NaN or Inf).
-    pub norms: Vec<f32>,
-    /// Every row's duplicate key (see [`rows::row_key`]).
-    pub hashes: Vec<u64>,
-    /// Rows holding a NaN, ascending.
-    pub nan: Vec<u32>,
-    /// Rows holding an infinity, ascending.
-    pub inf: Vec<u32>,
-    /// Rows whose values are all zero, ascending.
-    pub zero: Vec<u32>,
-}
-
-/// One worker's share of the pass: whole blocks in row order.
-#[derive(Default)]
-struct Part {
-    blocks: Vec<(usize, Vec<f32>, Vec<u64>)>,
-    nan: Vec<u32>,
-    inf: Vec<u32>,
-    zero: Vec<u32>,
-    /// A buffer for converting rows.
-    scratch: Vec<f32>,
-}
-
-impl Part {
-    fn merge(mut self, other: Part) -> Part {
-        self.blocks.extend(other.blocks);
-        self.nan.extend(other.nan);
-        self.inf.extend(other.inf);
-        self.zero.extend(other.zero);
-        self
-    }
-}
-
-/// The single streaming pass over `m`.
-pub(crate) fn scan(m: &Matrix, progress: &Progress) -> Stats {
-    let (dtype, cols) = (m.dtype(), m.cols());
-    let part = search::scan(
-        m,
-        progress,
-        Part::default,
-        |part: &mut Part, first: usize, raw: &[u8]| {
-            let mut rows = Vec::new();
-            rows::summarize(dtype, cols, raw, &mut part.scratch, &mut rows);
-            for (i, r) in rows.iter().enumerate() {
-                let id = (first + i) as u32;
-                for (flag, list) in [
-                    (r.nan, &mut part.nan),
-                    (r.inf, &mut part.inf),
-                    (r.zero, &mut part.zero),
-                ] {
-                    if flag {
-                        list.push(id);
-                    }
-                }
-            }
-            part.blocks.push((
-                first,
-                rows.iter().map(|r| r.norm).collect(),
-                rows.iter().map(|r| r.hash).collect(),
-            ));
-        },
-        Part::merge,
-    );
-    let mut part = part;
-    part.blocks.sort_by_key(|b| b.0);
-    for v in [&mut part.nan, &mut part.inf, &mut part.zero] {
-        v.sort_unstable();
-    }
-    let mut stats = Stats {
-        norms: Vec::with_capacity(m.rows()),
-        hashes: Vec::with_capacity(m.rows()),
-        nan: part.nan,
-        inf: part.inf,
-        zero: part.zero,
-    };
-    for (_, norms, hashes) in part.blocks {
-        stats.norms.extend(norms);
-        stats.hashes.extend(hashes);
-    }
-    stats
-}
 
 /// Outliers among positive finite norms `(id, norm)`: ids whose log-norm
 /// is more than [`OUTLIER_SIGMAS`] robust deviations from the median,
@@ -117,19 +29,17 @@ pub(crate) fn outliers(rows: &[(u32, f32)]) -> (Vec<u32>, f64, f64) {
     if rows.len() < 8 {
         return (Vec::new(), 0.0, f64::INFINITY);
     }
-    let mut logs: Vec<f64> = rows.iter().map(|&(_, n)| f64::from(n).ln()).collect();
-    let med = median(&mut logs);
-    let mut dev: Vec<f64> = rows
-        .iter()
-        .map(|&(_, n)| (f64::from(n).ln() - med).abs())
-        .collect();
+    let logs: Vec<f64> = rows.iter().map(|&(_, n)| f64::from(n).ln()).collect();
+    let med = median(&mut logs.clone());
+    let dev: Vec<f64> = logs.iter().map(|l| (l - med).abs()).collect();
     // A floor of 1% keeps near-constant norms (normalised rows) from
     // flagging rounding noise.
-    let sigma = (1.4826 * median(&mut dev)).max(0.01);
+    let sigma = (1.4826 * median(&mut dev.clone())).max(0.01);
     let limit = OUTLIER_SIGMAS * sigma;
     let mut out: Vec<(f64, u32)> = rows
         .iter()
-        .map(|&(id, n)| ((f64::from(n).ln() - med).abs(), id))
+        .zip(&dev)
+        .map(|(&(id, _), &d)| (d, id))
         .filter(|&(d, _)| d > limit)
         .collect();
     out.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -170,71 +80,36 @@ pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static
     }
 }
 
-/// The matrices the value pass reads: the embedding, and the head unless
-/// it is a tied byte copy of the embedding.
-pub(crate) fn planned<'a>(ckpt: &'a Checkpoint, roles: &Roles) -> Vec<&'a TensorEntry> {
-    let tensor = |c: &Option<crate::roles::Choice>| c.as_ref().and_then(|c| ckpt.tensor(&c.name));
-    let head_is_copy =
-        roles.tie.status == TieStatus::TiedHeadStored && roles.tie.head_identical == Some(true);
-    let mut out: Vec<&TensorEntry> = tensor(&roles.embedding).into_iter().collect();
-    if let Some(h) = tensor(&roles.head)
-        && !head_is_copy
-    {
-        out.push(h);
-    }
-    out
-}
-
-/// One matrix after the pass: the matrix with its statistics, or why its
-/// values could not be read.
-pub(crate) struct Scanned<'a> {
-    pub tensor: &'a TensorEntry,
-    pub stats: std::result::Result<(Matrix<'a>, Stats), String>,
-}
-
-/// The value pass: one streaming scan of each matrix in turn, counted on
-/// `progress`.
-pub(crate) fn pass<'a>(
-    ckpt: &'a Checkpoint,
-    matrices: &[&'a TensorEntry],
-    progress: &Progress,
-) -> Vec<Scanned<'a>> {
-    let out = matrices
-        .iter()
-        .map(|&t| Scanned {
-            tensor: t,
-            stats: Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
-                .map(|m| {
-                    let stats = scan(&m, progress);
-                    (m, stats)
-                })
-                .map_err(|e| e.to_string()),
+/// Findings from the value pass, each matrix on its own core; also
+/// completes the header finding about unreachable rows in `earlier`.
+pub(crate) fn findings(s: &Subject, scanned: &[Scanned], earlier: &mut [Finding]) -> Vec<Finding> {
+    let pad = pad_ids(s);
+    let per_matrix: Vec<(Vec<Finding>, Option<Unreachable>)> = scanned
+        .par_iter()
+        .map(|Scanned { tensor: t, stats }| match stats {
+            Ok((m, stats)) => matrix_findings(s, t, m, stats, &pad),
+            Err(e) => (
+                vec![Finding::new(
+                    Severity::Warn,
+                    "values-not-checked",
+                    format!("values of `{}` are not checked: {e}", t.name),
+                    json!({"tensor": t.name, "dtype": t.dtype.name()}),
+                )],
+                None,
+            ),
         })
         .collect();
-    progress.finish();
-    out
-}
-
-/// Findings from the value pass; also completes the header finding about
-/// unreachable rows in `earlier`.
-pub(crate) fn findings(s: &Subject, scanned: &[Scanned], earlier: &mut [Finding]) -> Vec<Finding> {
     let mut out = Vec::new();
-    let pad = pad_ids(s);
-    let mut done: Vec<(&TensorEntry, &Stats)> = Vec::new();
-    for Scanned { tensor: t, stats } in scanned {
-        match stats {
-            Ok((m, stats)) => {
-                matrix_findings(s, t, m, stats, &pad, earlier, &mut out);
-                done.push((t, stats));
-            }
-            Err(e) => out.push(Finding::new(
-                Severity::Warn,
-                "values-not-checked",
-                format!("values of `{}` are not checked: {e}", t.name),
-                json!({"tensor": t.name, "dtype": t.dtype.name()}),
-            )),
+    for (found, unreachable) in per_matrix {
+        out.extend(found);
+        if let Some(u) = unreachable {
+            u.complete(earlier);
         }
     }
+    let done: Vec<(&TensorEntry, &Stats)> = scanned
+        .iter()
+        .filter_map(|x| x.stats.as_ref().ok().map(|(_, stats)| (x.tensor, stats)))
+        .collect();
     if let [(e, es), (h, hs)] = &done[..]
         && s.roles.tie.status == TieStatus::Untied
         && e.dtype == h.dtype
@@ -270,15 +145,15 @@ fn reachable(vocab: Option<&Vocab>, id: u32) -> bool {
     vocab.is_none_or(|v| v.token(id).is_some())
 }
 
+/// The findings of one matrix, and what its unreachable rows hold.
 fn matrix_findings(
     s: &Subject,
     t: &TensorEntry,
     m: &Matrix,
     stats: &Stats,
     pad: &[u32],
-    earlier: &mut [Finding],
-    out: &mut Vec<Finding>,
-) {
+) -> (Vec<Finding>, Option<Unreachable>) {
+    let mut out = Vec::new();
     let vocab = s.vocab;
     let name = &t.name;
     // NaN and Inf.
@@ -345,20 +220,31 @@ fn matrix_findings(
         .map(|(i, &n)| (i as u32, n))
         .filter(|&(id, n)| n.is_finite() && n > 0.0 && reachable(vocab, id))
         .collect();
-    duplicates(vocab, name, m, stats, &live, out);
-    let reach_median = norm_findings(vocab, name, &live, out);
-    // What the rows past the tokenizer hold, added to the header finding
-    // that counted them.
+    duplicates(vocab, name, m, stats, &live, &mut out);
+    let reach_median = norm_findings(s, name, &live, &mut out);
+    // What the rows past the tokenizer hold, for the header finding that
+    // counted them.
     let unreachable = vocab
         .and_then(|v| stats.norms.get(v.size()..))
         .unwrap_or_default();
-    if !unreachable.is_empty()
-        && let Some(f) = earlier
-            .iter_mut()
-            .find(|f| UNREACHABLE_CODES.contains(&f.code))
-    {
-        let kind = classify(unreachable, reach_median);
-        let mut v: Vec<f64> = unreachable
+    let note = (!unreachable.is_empty()).then(|| Unreachable::new(name, unreachable, reach_median));
+    (out, note)
+}
+
+/// What the rows of one matrix that no token reaches hold, for the header
+/// finding that counted them.
+struct Unreachable {
+    tensor: String,
+    content: Value,
+    /// The end of the finding's message: `; in `t` they are …`.
+    phrase: String,
+}
+
+impl Unreachable {
+    /// From the rows' `norms` and the reachable rows' median norm.
+    fn new(name: &str, norms: &[f32], reach_median: Option<f64>) -> Self {
+        let kind = classify(norms, reach_median);
+        let mut v: Vec<f64> = norms
             .iter()
             .filter(|n| n.is_finite())
             .map(|&n| f64::from(n))
@@ -368,90 +254,49 @@ fn matrix_findings(
         } else {
             Some(median(&mut v))
         };
+        let what = match kind {
+            "zero" => "all zero",
+            "mixed" => "partly zero",
+            "random" => "untrained-looking (norms unlike the trained rows)",
+            _ => "trained-looking (norms like the reachable rows)",
+        };
+        Unreachable {
+            tensor: name.to_string(),
+            content: json!({
+                "kind": kind, "rows": norms.len(),
+                "zero_rows": norms.iter().filter(|&&n| n == 0.0).count(),
+                "median_norm": med, "reachable_median_norm": reach_median,
+            }),
+            phrase: format!("; in `{name}` they are {what}"),
+        }
+    }
+
+    /// Adds this to the header finding about unreachable rows in `earlier`.
+    fn complete(self, earlier: &mut [Finding]) {
+        let Some(f) = earlier
+            .iter_mut()
+            .find(|f| UNREACHABLE_CODES.contains(&f.code))
+        else {
+            return;
+        };
         if let Value::Object(map) = &mut f.evidence {
             let content = map
                 .entry("content")
                 .or_insert_with(|| Value::Object(Default::default()));
-            content[name.as_str()] = json!({
-                "kind": kind, "rows": unreachable.len(),
-                "zero_rows": unreachable.iter().filter(|&&n| n == 0.0).count(),
-                "median_norm": med, "reachable_median_norm": reach_median,
-            });
+            content[self.tensor.as_str()] = self.content;
         }
-        let what = match kind {
-            "zero" => "all zero".to_string(),
-            "mixed" => "partly zero".to_string(),
-            "random" => "untrained-looking (norms unlike the trained rows)".to_string(),
-            _ => "trained-looking (norms like the reachable rows)".to_string(),
-        };
-        f.message
-            .push_str(&format!("; in `{name}` they are {what}"));
+        f.message.push_str(&self.phrase);
     }
-}
-
-fn duplicates(
-    vocab: Option<&Vocab>,
-    name: &str,
-    m: &Matrix,
-    stats: &Stats,
-    live: &[(u32, f32)],
-    out: &mut Vec<Finding>,
-) {
-    // Rows with equal keys end up next to each other.
-    let mut by_hash: Vec<(u64, u32)> = live
-        .iter()
-        .map(|&(id, _)| (stats.hashes[id as usize], id))
-        .collect();
-    by_hash.sort_unstable();
-    let mut groups: Vec<Vec<u32>> = Vec::new();
-    for bucket in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|b| b.len() > 1) {
-        // Confirm byte for byte: sorting the bucket by the rows' bytes puts
-        // equal rows next to each other in O(n log n) comparisons, however
-        // many rows a crafted file makes collide.
-        let bytes = |id: &u32| m.row_bytes(*id as usize);
-        let mut ids: Vec<u32> = bucket.iter().map(|&(_, id)| id).collect();
-        ids.sort_by(|a, b| bytes(a).cmp(bytes(b)).then(a.cmp(b)));
-        groups.extend(
-            ids.chunk_by(|a, b| bytes(a) == bytes(b))
-                .filter(|g| g.len() > 1)
-                .map(<[u32]>::to_vec),
-        );
-    }
-    if groups.is_empty() {
-        return;
-    }
-    groups.iter_mut().for_each(|g| g.sort_unstable());
-    groups.sort();
-    let rows: usize = groups.iter().map(Vec::len).sum();
-    let shown: Vec<Value> = groups
-        .iter()
-        .take(MAX_LISTED)
-        .map(|g| id_list(vocab, g))
-        .collect();
-    // Each group lists its first MAX_LISTED ids; its size says if it has more.
-    let sizes: Vec<usize> = groups.iter().take(MAX_LISTED).map(Vec::len).collect();
-    out.push(Finding::new(
-        Severity::Info,
-        "duplicate-rows",
-        format!(
-            "`{name}` has {} group(s) of byte-identical rows ({rows} rows), e.g. {}",
-            groups.len(),
-            ids_phrase(vocab, &groups[0], 4)
-        ),
-        json!({
-            "tensor": name, "groups": groups.len(), "rows": rows, "first_groups": shown,
-            "group_sizes": sizes, "total": groups.len(), "truncated": cut(groups.len()),
-        }),
-    ));
 }
 
 /// The norm summary and outliers; returns the median norm.
 fn norm_findings(
-    vocab: Option<&Vocab>,
+    s: &Subject,
     name: &str,
     live: &[(u32, f32)],
     out: &mut Vec<Finding>,
 ) -> Option<f64> {
+    let vocab = s.vocab;
     let min = live.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
     let max = live.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
     let mut v: Vec<f64> = live.iter().map(|&(_, n)| f64::from(n)).collect();
@@ -472,12 +317,16 @@ fn norm_findings(
             "median": med, "max": max.1, "max_id": super::id_token(vocab, max.0),
         }),
     ));
-    let placeholders: Vec<(u32, f32)> = vocab.map_or_else(Vec::new, |v| {
-        live.iter()
-            .copied()
-            .filter(|&(id, _)| is_placeholder(v, id))
-            .collect()
-    });
+    let norm_of = |id: u32| {
+        live.binary_search_by_key(&id, |r| r.0)
+            .ok()
+            .map(|i| live[i].1)
+    };
+    let placeholders: Vec<(u32, f32)> = s
+        .placeholders
+        .iter()
+        .filter_map(|&id| Some((id, norm_of(id)?)))
+        .collect();
     if !placeholders.is_empty() {
         let mut p: Vec<f64> = placeholders.iter().map(|&(_, n)| f64::from(n)).collect();
         let p_med = median(&mut p);
@@ -503,10 +352,7 @@ fn norm_findings(
     }
     let (ids, lo, hi) = outliers(live);
     if !ids.is_empty() {
-        let norm_of = |id: u32| {
-            live.binary_search_by_key(&id, |r| r.0)
-                .map_or(0.0, |i| live[i].1)
-        };
+        let norm_of = |id: u32| norm_of(id).unwrap_or(0.0);
         let low = ids
             .iter()
             .filter(|&&id| f64::from(norm_of(id)) < lo)
@@ -518,9 +364,10 @@ fn norm_findings(
                 json!({"id": id, "token": vocab.and_then(|v| v.readable(id)), "norm": norm_of(id)})
             })
             .collect();
-        let unused = vocab.map_or(0, |v| {
-            ids.iter().filter(|&&id| is_placeholder(v, id)).count()
-        });
+        let unused = ids
+            .iter()
+            .filter(|id| s.placeholders.binary_search(id).is_ok())
+            .count();
         let note = if unused > 0 {
             format!("; {unused} of them are reserved placeholders")
         } else {
@@ -546,14 +393,18 @@ fn norm_findings(
     Some(med)
 }
 
-/// Reserved placeholder entries ([`crate::vocab::is_placeholder`]), T5's
-/// `<extra_id_0>` sentinels (unused until fine-tuning on span corruption),
-/// and GGUF tokens of type `unused`.
-fn is_placeholder(vocab: &Vocab, id: u32) -> bool {
-    vocab.is_unused(id)
-        || vocab.token(id).is_some_and(|token| {
-            crate::vocab::is_placeholder(token) || token.starts_with("<extra_id_")
+/// The ids of reserved placeholder entries ([`crate::vocab::is_placeholder`]),
+/// T5's `<extra_id_0>` sentinels (unused until fine-tuning on span
+/// corruption), and GGUF tokens of type `unused`, ascending.
+pub(crate) fn placeholders(vocab: &Vocab) -> Vec<u32> {
+    (0..vocab.size() as u32)
+        .filter(|&id| {
+            vocab.is_unused(id)
+                || vocab.token(id).is_some_and(|token| {
+                    crate::vocab::is_placeholder(token) || token.starts_with("<extra_id_")
+                })
         })
+        .collect()
 }
 
 #[cfg(test)]

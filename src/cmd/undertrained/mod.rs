@@ -45,6 +45,7 @@ use crate::roles::{Roles, Which};
 use crate::vocab::{TokenKind, Vocab};
 use crate::{Error, Result};
 use indicators::Indicators;
+use pass::RowSums;
 use plan::{Clock, Held, Matrices};
 use score::Direction;
 
@@ -154,14 +155,40 @@ fn matrix<'c>(ckpt: &'c Checkpoint, t: &'c crate::checkpoint::TensorEntry) -> Re
     Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
 }
 
-/// Runs the analysis with the vocabulary the caller has.
-pub fn run(
-    ckpt: &Checkpoint,
-    roles: &Roles,
-    vocab: Option<&Vocab>,
-    req: &Request,
-) -> Result<UndertrainedReport> {
-    analyse(ckpt, roles, || Ok(Held::Given(vocab)), req, false)
+/// The `auto` reference rows of the embedding `m` (reserved placeholders
+/// and rows no token of `vocab` reaches; none without a vocabulary) and
+/// their mean (`None` when no reference row is finite), as [`run`] takes
+/// them. For `check`, whose value pass makes the embedding's sums.
+pub(crate) fn auto_reference(m: &Matrix, vocab: Option<&Vocab>) -> (Vec<u32>, Option<Vec<f32>>) {
+    let ids = reference::resolve(&ReferenceSpec::Auto, vocab, m.rows(), m.name())
+        .map(|r| r.ids)
+        .unwrap_or_default();
+    let mean = indicators::mean_of(m, &ids);
+    (ids, mean)
+}
+
+/// The indicators and every row's combined score, as [`run`] gives them
+/// for the embedding alone (`--matrix embed`), from sums made elsewhere:
+/// each row's `|r|²` and `r·m` with the reference `mean` (both NaN for a
+/// row that is not finite; `dot_ref` is unused without a mean).
+pub(crate) fn embed_scores(
+    sq: Vec<f32>,
+    dot_ref: Vec<f32>,
+    mean: Option<&[f32]>,
+) -> (Vec<&'static str>, Vec<f64>) {
+    let rows = sq.len();
+    let a = RowSums {
+        sq,
+        dot_ref,
+        ..RowSums::default()
+    };
+    let ind = Indicators {
+        embed_norm: Some(indicators::norms(&a)),
+        embed_distance: mean.map(|m| indicators::distances(&a, m)),
+        ..Indicators::default()
+    };
+    let (names, zs) = scored_indicators(&ind);
+    (names, score::combine(&zs, rows))
 }
 
 /// Runs the analysis, loading the vocabulary with `load` while the first
@@ -174,16 +201,15 @@ pub fn run_loading<E: From<Error> + Send>(
     load: impl FnOnce() -> std::result::Result<Option<Vocab>, E> + Send,
     req: &Request,
 ) -> std::result::Result<UndertrainedReport, E> {
-    let load = || Ok(Held::Loaded(load()?.map(Box::new)));
-    analyse(ckpt, roles, load, req, true)
+    let load = || Ok(load()?.map(Box::new));
+    analyse(ckpt, roles, load, req)
 }
 
-fn analyse<'v, E: From<Error> + Send>(
+fn analyse<E: From<Error> + Send>(
     ckpt: &Checkpoint,
     roles: &Roles,
-    load: impl FnOnce() -> std::result::Result<Held<'v>, E> + Send,
+    load: impl FnOnce() -> std::result::Result<Held, E> + Send,
     req: &Request,
-    release: bool,
 ) -> std::result::Result<UndertrainedReport, E> {
     let clock = Clock::start();
     let embed_t = match req.matrix {
@@ -230,14 +256,12 @@ fn analyse<'v, E: From<Error> + Send>(
         component_rows,
         component_iterations,
     } = plan::measure(&matrices, req, load, &held, &source, &clock)?;
-    if release {
-        let read: Vec<_> = [embed.and(embed_t), head.and(head_t)]
-            .into_iter()
-            .flatten()
-            .collect();
-        clock.time("release pages", || release::release(ckpt, &read));
-    }
-    let vocab = held.get().and_then(Held::get);
+    let read: Vec<_> = [embed.and(embed_t), head.and(head_t)]
+        .into_iter()
+        .flatten()
+        .collect();
+    clock.time("release pages", || release::release(ckpt, &read));
+    let vocab = held.get().and_then(|v| v.as_deref());
     if reference.ids.is_empty() {
         notes.push(match (&req.reference, vocab) {
             (ReferenceSpec::Auto, None) => "no tokenizer.json, so no reference rows: scores use the row norms only; give known-untrained ids with --reference".to_string(),

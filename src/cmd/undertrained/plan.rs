@@ -74,20 +74,8 @@ impl Clock {
     }
 }
 
-/// The vocabulary: given by the caller, or loaded during the run.
-pub(super) enum Held<'v> {
-    Given(Option<&'v Vocab>),
-    Loaded(Option<Box<Vocab>>),
-}
-
-impl Held<'_> {
-    pub fn get(&self) -> Option<&Vocab> {
-        match self {
-            Held::Given(v) => *v,
-            Held::Loaded(v) => v.as_deref(),
-        }
-    }
-}
+/// The vocabulary, loaded during the run (`None`: there is none).
+pub(super) type Held = Option<Box<Vocab>>;
 
 /// The matrices of a run.
 pub(super) struct Matrices<'m, 'c> {
@@ -116,11 +104,11 @@ pub(super) struct Measured<'s> {
 /// Loads the vocabulary (into `held`) and measures the matrices, each
 /// streamed once, as laid out in the module docs. `source` keeps the
 /// tokenizer file's bytes that the parsed file borrows.
-pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
+pub(super) fn measure<'s, E: From<crate::Error> + Send>(
     m: &Matrices,
     req: &Request,
-    load: impl FnOnce() -> Result<Held<'v>, E> + Send,
-    held: &'s OnceLock<Held<'v>>,
+    load: impl FnOnce() -> Result<Held, E> + Send,
+    held: &'s OnceLock<Held>,
     source: &'s OnceLock<Vec<u8>>,
     clock: &Clock,
 ) -> Result<Measured<'s>, E> {
@@ -144,7 +132,7 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
                 embed_bar.as_ref().inspect(|b| b.cancel());
             })?;
             let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
-            let vocab = held.get().and_then(Held::get);
+            let vocab = held.get().and_then(|v| v.as_deref());
             Ok((reference, tokenizer(vocab, req, s, source, clock)))
         });
         let (pc, embed_sums) = rayon::join(
@@ -190,15 +178,15 @@ pub(super) fn measure<'s, 'v: 's, E: From<crate::Error> + Send>(
 }
 
 /// Loads the vocabulary into `held` and resolves the reference set.
-fn load_reference<'v, E: From<crate::Error>>(
+fn load_reference<E: From<crate::Error>>(
     m: &Matrices,
     req: &Request,
-    load: impl FnOnce() -> Result<Held<'v>, E>,
-    held: &OnceLock<Held<'v>>,
+    load: impl FnOnce() -> Result<Held, E>,
+    held: &OnceLock<Held>,
     clock: &Clock,
 ) -> Result<Reference, E> {
     let _ = held.set(clock.time("vocabulary", load)?);
-    let vocab = held.get().and_then(Held::get);
+    let vocab = held.get().and_then(|v| v.as_deref());
     Ok(clock.time("reference set", || {
         reference::resolve(&req.reference, vocab, m.rows, m.name)
     })?)

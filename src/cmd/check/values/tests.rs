@@ -2,6 +2,8 @@
 //! kinds, and duplicate keys that collide without rows being equal.
 
 use super::*;
+use crate::cmd::check::pass::scan;
+use crate::progress::Progress;
 
 #[test]
 fn outlier_rule() {
@@ -42,7 +44,7 @@ fn key_collisions_are_not_duplicates() {
     (rows[3][3], rows[3][5]) = (1.0, 2.0);
     let raw: Vec<u8> = rows.concat().iter().flat_map(|x| x.to_le_bytes()).collect();
     let m = Matrix::new("m", &raw, crate::dtype::Dtype::F32, &[4, 128]).unwrap();
-    let stats = scan(&m, &Progress::hidden());
+    let stats = scan(&m, &Progress::hidden(), None);
     assert_eq!(stats.hashes[0], stats.hashes[1]);
     let live: Vec<(u32, f32)> = (0..4).map(|i| (i, stats.norms[i as usize])).collect();
     let mut out = Vec::new();

@@ -1,0 +1,289 @@
+//! The value pass: one streaming read of each stored matrix through
+//! [`search::scan`], summarising every row (see `rows`). The embedding is
+//! read last, and its rows are also dotted with the reference mean of the
+//! `undertrained-candidates` finding, which needs the vocabulary: the
+//! mean is published (see [`Reference`]) while the other matrices are
+//! read, each embedding block takes it up if it is there, and the blocks
+//! read before it was get a catch-up read of their own ([`dots`]).
+//!
+//! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
+//! 128k vocabulary), two more f32 per embedding row, and never copies the
+//! matrix.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use super::rows::{self, Dotted, RowSummary};
+use super::undertrained::Reference;
+use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::matrix::Matrix;
+use crate::progress::Progress;
+use crate::roles::{Roles, TieStatus};
+use crate::search;
+
+/// What the pass learns about one matrix.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    /// L2 norm of every row (NaN for rows holding NaN or Inf).
+    pub norms: Vec<f32>,
+    /// Every row's duplicate key (see [`rows::row_key`]).
+    pub hashes: Vec<u64>,
+    /// Rows holding a NaN, ascending.
+    pub nan: Vec<u32>,
+    /// Rows holding an infinity, ascending.
+    pub inf: Vec<u32>,
+    /// Rows whose values are all zero, ascending.
+    pub zero: Vec<u32>,
+    /// The embedding's sums for the `undertrained-candidates` finding
+    /// (`None` for other matrices).
+    pub sums: Option<Sums>,
+}
+
+/// The embedding's per-row sums for the `undertrained-candidates` finding.
+#[derive(Debug, Default)]
+pub(crate) struct Sums {
+    /// `|r|²` as summed in f32 (see [`RowSummary::sq`]).
+    pub sq: Vec<f32>,
+    /// `r·m` with the reference mean; 0 where it is not needed (no mean)
+    /// or not yet made (the `pending` rows).
+    pub dot: Vec<f32>,
+    /// Rows read before the reference was known, in ascending blocks:
+    /// their dot products are still to make, if there is a mean.
+    pub pending: Vec<Range<usize>>,
+}
+
+/// One block of rows as a worker read it.
+struct Block {
+    first: usize,
+    rows: Vec<RowSummary>,
+    /// Read before the reference was known.
+    pending: bool,
+}
+
+/// One worker's share of the pass: whole blocks, in any order.
+#[derive(Default)]
+struct Part {
+    blocks: Vec<Block>,
+    /// A buffer for converting rows.
+    scratch: Vec<f32>,
+}
+
+/// The single streaming pass over `m`. For the embedding, `reference` is
+/// where the reference mean appears: each block dots its rows with it
+/// when it is there.
+pub(crate) fn scan(
+    m: &Matrix,
+    progress: &Progress,
+    reference: Option<&OnceLock<Reference>>,
+) -> Stats {
+    let (dtype, cols) = (m.dtype(), m.cols());
+    let part = search::scan(
+        m,
+        progress,
+        Part::default,
+        |part: &mut Part, first: usize, raw: &[u8]| {
+            let (dotted, pending) = match reference.map(OnceLock::get) {
+                None => (None, false),
+                Some(None) => (None, true),
+                Some(Some(r)) => (r.mean.as_ref(), false),
+            };
+            let mut rows = Vec::new();
+            rows::summarize(dtype, cols, raw, dotted, &mut part.scratch, &mut rows);
+            part.blocks.push(Block {
+                first,
+                rows,
+                pending,
+            });
+        },
+        |mut a: Part, b: Part| {
+            a.blocks.extend(b.blocks);
+            a
+        },
+    );
+    let mut blocks = part.blocks;
+    blocks.sort_by_key(|b| b.first);
+    let mut stats = Stats {
+        norms: Vec::with_capacity(m.rows()),
+        hashes: Vec::with_capacity(m.rows()),
+        ..Stats::default()
+    };
+    let mut sums = reference.map(|_| Sums {
+        sq: Vec::with_capacity(m.rows()),
+        dot: Vec::with_capacity(m.rows()),
+        pending: Vec::new(),
+    });
+    for b in blocks {
+        for (i, r) in b.rows.iter().enumerate() {
+            let id = (b.first + i) as u32;
+            for (flag, list) in [
+                (r.nan, &mut stats.nan),
+                (r.inf, &mut stats.inf),
+                (r.zero, &mut stats.zero),
+            ] {
+                if flag {
+                    list.push(id);
+                }
+            }
+            stats.norms.push(r.norm);
+            stats.hashes.push(r.hash);
+        }
+        if let Some(s) = &mut sums {
+            s.sq.extend(b.rows.iter().map(|r| r.sq));
+            s.dot.extend(b.rows.iter().map(|r| r.dot));
+            if b.pending {
+                s.pending.push(b.first..b.first + b.rows.len());
+            }
+        }
+    }
+    stats.sums = sums;
+    stats
+}
+
+/// The dot products with `mean` of every row: those of `sums`, with the
+/// rows the pass read before the reference was known (`sums.pending`)
+/// made now, on all cores: one more read of those rows only.
+pub(crate) fn dots(m: &Matrix, sums: &Sums, mean: &Dotted) -> Vec<f32> {
+    let (dtype, cols) = (m.dtype(), m.cols());
+    let done: Vec<(usize, Vec<f32>)> = sums
+        .pending
+        .par_iter()
+        .map_init(Vec::new, |scratch, range| {
+            let mut rows = Vec::with_capacity(range.len());
+            let raw = m.block_bytes(range.clone());
+            rows::summarize(dtype, cols, raw, Some(mean), scratch, &mut rows);
+            (range.start, rows.iter().map(|r| r.dot).collect())
+        })
+        .collect();
+    let mut dot = sums.dot.clone();
+    for (first, block) in done {
+        dot[first..first + block.len()].copy_from_slice(&block);
+    }
+    dot
+}
+
+/// The matrices the value pass reads: the embedding, and the head unless
+/// it is a tied byte copy of the embedding.
+pub(crate) fn planned<'a>(ckpt: &'a Checkpoint, roles: &Roles) -> Vec<&'a TensorEntry> {
+    let tensor = |c: &Option<crate::roles::Choice>| c.as_ref().and_then(|c| ckpt.tensor(&c.name));
+    let head_is_copy =
+        roles.tie.status == TieStatus::TiedHeadStored && roles.tie.head_identical == Some(true);
+    let mut out: Vec<&TensorEntry> = tensor(&roles.embedding).into_iter().collect();
+    if let Some(h) = tensor(&roles.head)
+        && !head_is_copy
+    {
+        out.push(h);
+    }
+    out
+}
+
+/// One matrix after the pass: the matrix with its statistics, or why its
+/// values could not be read.
+pub(crate) struct Scanned<'a> {
+    pub tensor: &'a TensorEntry,
+    pub stats: std::result::Result<(Matrix<'a>, Stats), String>,
+}
+
+/// The value pass: one streaming scan of each matrix, the `embedding`
+/// last (with its dot products, see [`scan`]), counted on `progress`.
+/// Returns them in the order of `matrices`.
+pub(crate) fn pass<'a>(
+    ckpt: &'a Checkpoint,
+    matrices: &[&'a TensorEntry],
+    embedding: Option<&TensorEntry>,
+    reference: &OnceLock<Reference>,
+    progress: &Progress,
+) -> Vec<Scanned<'a>> {
+    let is_embedding = |t: &TensorEntry| embedding.is_some_and(|e| e.name == t.name);
+    let mut order: Vec<usize> = (0..matrices.len()).collect();
+    order.sort_by_key(|&i| is_embedding(matrices[i]));
+    let mut out: Vec<(usize, Scanned<'a>)> = order
+        .into_iter()
+        .map(|i| {
+            let t = matrices[i];
+            let stats = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
+                .map(|m| {
+                    let stats = scan(&m, progress, is_embedding(t).then_some(reference));
+                    (m, stats)
+                })
+                .map_err(|e| e.to_string());
+            (i, Scanned { tensor: t, stats })
+        })
+        .collect();
+    progress.finish();
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, s)| s).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Dtype;
+
+    fn stored(dtype: Dtype, v: &[f32]) -> Vec<u8> {
+        match dtype {
+            Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Dtype::BF16 => v
+                .iter()
+                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+                .collect(),
+            _ => v
+                .iter()
+                .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn dots_made_in_the_pass_equal_the_catch_up() {
+        // Several blocks of the scan: 1100 rows of 512 values.
+        let (rows, cols) = (1100, 512);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 700.0)
+            .collect();
+        let mean: Vec<f32> = (0..cols).map(|j| (j as f32 - 200.0) / 300.0).collect();
+        let known = OnceLock::new();
+        known
+            .set(Reference {
+                ids: Vec::new(),
+                mean: Some(Dotted::new(mean.clone())),
+            })
+            .unwrap();
+        let dotted = known.get().unwrap().mean.as_ref().unwrap();
+        for dtype in [Dtype::BF16, Dtype::F32, Dtype::F16] {
+            let bytes = stored(dtype, &values);
+            let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
+            // The mean known before the pass: every block is dotted in it.
+            let early = scan(&m, &Progress::hidden(), Some(&known));
+            let early = early.sums.unwrap();
+            assert!(early.pending.is_empty(), "{dtype}");
+            // Not known during the pass: every block is left pending, and
+            // caught up after it.
+            let late = scan(&m, &Progress::hidden(), Some(&OnceLock::new()));
+            let late = late.sums.unwrap();
+            assert_eq!(late.pending.first().map(|r| r.start), Some(0), "{dtype}");
+            assert_eq!(late.pending.iter().map(Range::len).sum::<usize>(), rows);
+            assert!(late.pending.len() > 1, "{dtype}: one block only");
+            assert!(late.dot.iter().all(|&d| d == 0.0));
+            assert_eq!(late.sq, early.sq, "{dtype}");
+            assert_eq!(dots(&m, &late, dotted), early.dot, "{dtype}");
+            assert_eq!(dots(&m, &early, dotted), early.dot, "{dtype}");
+            for i in [0, 17, rows - 1] {
+                let exact: f64 = m
+                    .row(i)
+                    .iter()
+                    .zip(&mean)
+                    .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                    .sum();
+                let got = f64::from(early.dot[i]);
+                assert!(
+                    (got - exact).abs() < 1e-4 * exact.abs().max(1.0),
+                    "{dtype} row {i}"
+                );
+            }
+            // Other matrices keep no sums.
+            assert!(scan(&m, &Progress::hidden(), None).sums.is_none());
+        }
+    }
+}
