@@ -181,7 +181,7 @@ impl Prepared {
         dots: &mut [f32],
     ) {
         let nq = self.nq();
-        self.first_pass(m.block_bytes(rows.clone()), &[], s);
+        self.first_pass(m.block_bytes(rows.clone()), s);
         for (i, row) in s.rows.iter().enumerate() {
             for (q, quant) in self.quant.iter().enumerate() {
                 let d = s.dots[i * nq + q].wrapping_sub(quant.offset);
@@ -213,10 +213,7 @@ impl Prepared {
     ) {
         assert!(available());
         let bytes = m.block_bytes(rows.clone());
-        // The next block, most likely this worker's next (rayon splits
-        // the blocks into runs), fetched while this one is computed.
-        let next = m.block_bytes(rows.end..(rows.end + rows.len()).min(m.rows()));
-        self.first_pass(bytes, next, s);
+        self.first_pass(bytes, s);
         let nq = self.nq();
         assert_eq!(lists.len(), nq);
         // Per query, the factors of the checks, as arrays (the loop over
@@ -339,7 +336,7 @@ impl Prepared {
         scorer: &Scorer,
     ) -> Vec<Option<(f64, f64)>> {
         let mut s = Scratch::default();
-        self.first_pass(m.block_bytes(rows), &[], &mut s);
+        self.first_pass(m.block_bytes(rows), &mut s);
         let consts: Vec<Consts> = self.consts(scorer).collect();
         let mut out = Vec::new();
         for (i, row) in s.rows.iter().enumerate() {
@@ -354,9 +351,8 @@ impl Prepared {
     }
 
     /// Quantizes the stored BF16 rows `bytes` into `s` and fills `s.dots`
-    /// with their VNNI sums against every query, prefetching `next` into
-    /// L2 meanwhile.
-    fn first_pass(&self, bytes: &[u8], next: &[u8], s: &mut Scratch) {
+    /// with their VNNI sums against every query.
+    fn first_pass(&self, bytes: &[u8], s: &mut Scratch) {
         assert!(available());
         let (cols, width, stride, nq) = (self.cols, self.width, self.stride, self.nq());
         assert!(bytes.len().is_multiple_of(2 * cols));
@@ -379,7 +375,6 @@ impl Prepared {
             stride,
             hat: &self.hat,
             nq,
-            next,
         };
         // SAFETY: as above.
         unsafe { walk(&t, rows, &mut s.dots) }

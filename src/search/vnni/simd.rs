@@ -172,11 +172,6 @@ pub(super) fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
         3..=4 => 6,
         _ => 4,
     };
-    // The lines of `t.next` to prefetch before each tile, spread over the
-    // block's tiles so that memory works while the tiles compute.
-    let calls = nq.div_ceil(QUERY_TILE) * (rows / row_tile + rows % row_tile);
-    let per_call = t.next.len().div_ceil(64).div_ceil(calls.max(1));
-    let mut fetch = t.next.chunks(64 * per_call.max(1));
     // Query tiles outside: a tile's queries stay in L1 while the block's
     // rows stream from L2, fewer bytes per step than the other way round.
     let mut q0 = 0;
@@ -185,9 +180,6 @@ pub(super) fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
         let mut r0 = 0;
         while r0 < rows {
             let rn = if rows - r0 >= row_tile { row_tile } else { 1 };
-            for line in fetch.next().unwrap_or_default().chunks(64) {
-                _mm_prefetch::<_MM_HINT_T1>(line.as_ptr().cast());
-            }
             macro_rules! tiles {
                 ($(($r:literal, $q:literal)),*) => {
                     match (rn, qn) {
@@ -270,8 +262,6 @@ pub(super) struct Tiles<'a> {
     /// The quantized queries, `stride` bytes apart.
     pub(super) hat: &'a [i8],
     pub(super) nq: usize,
-    /// Bytes to prefetch into L2 meanwhile (the next block).
-    pub(super) next: &'a [u8],
 }
 
 /// One tile of `R` rows from `r0` × `Q` queries from `q0`, 64 columns per
