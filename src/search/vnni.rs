@@ -5,8 +5,9 @@
 //! # Quantization
 //!
 //! Each block of rows is quantized once per scan, shared by every query: a
-//! row `r` gets the scale `s_r = max |r_i| / 127` and `r^_i = round(r_i /
-//! s_r)` in `[-127, 127]`, stored as the byte `r^_i + 128` (the unsigned side
+//! row `r` gets the scale `s_r = max |r_i| / 127` and `r^_i` = `r_i / s_r`
+//! rounded (one FMA onto `1.5 * 2^23 + 128`, whose bits then hold the
+//! byte; `VPERMT2B` gathers the bytes) in `[-127, 127]`, stored as the byte `r^_i + 128` (the unsigned side
 //! of `VPDPBUSD`; the `+ 128` adds `128 sum q^_i` to every product with
 //! query `q`, a per-query constant taken off again). Queries are quantized
 //! once per search the same way, in f64. The same pass computes the row's

@@ -215,9 +215,11 @@ fn timings() {
         return;
     }
     use std::time::Instant;
-    let (cols, rows, nq, reps) = (4096, 64, 64, 200);
-    let data = adversarial(cols, rows)[10..].to_vec();
-    let bytes = to_bytes(&data);
+    // `ROWS=N` rows per block (64 by default; 32 is the scan's).
+    let rows = std::env::var("ROWS").map_or(64, |r| r.parse().expect("ROWS"));
+    let (cols, nq, reps) = (4096, 64, 200 * 64 / rows);
+    let data = adversarial(cols, rows.max(nq))[10..].to_vec();
+    let bytes = to_bytes(&data[..rows]);
     let p = Prepared::new(&data[..nq].concat(), cols);
     let mut s = Scratch::default();
     p.first_pass(&bytes, &mut s);
