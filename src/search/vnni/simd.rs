@@ -286,16 +286,48 @@ fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &
             }
         }
     }
+    // Four queries of a row per transposing reduction; the last Q % 4
+    // queries of 4 / (Q % 4) rows together when they make 4.
+    let (whole, rest) = (Q / 4 * 4, Q % 4);
     for (r, acc) in acc.iter().enumerate() {
-        let out = &mut dots[(r0 + r) * nq + q0..][..Q];
-        let (fours, rest) = out.as_chunks_mut::<4>();
-        for (g, four) in fours.iter_mut().enumerate() {
+        let out = &mut dots[(r0 + r) * nq + q0..][..whole];
+        for (g, four) in out.as_chunks_mut::<4>().0.iter_mut().enumerate() {
             let sums = reduce4(acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]);
             // SAFETY: `four` is 4 i32s, 16 bytes; storeu needs no alignment.
             unsafe { _mm_storeu_si128(four.as_mut_ptr().cast(), sums) };
         }
-        for (k, d) in rest.iter_mut().enumerate() {
-            *d = _mm512_reduce_add_epi32(acc[4 * fours.len() + k]);
+    }
+    let at = |r: usize, q: usize| (r0 + r) * nq + q0 + q;
+    if rest == 2 && R % 2 == 0 {
+        for r in (0..R).step_by(2) {
+            let (a, b) = (&acc[r], &acc[r + 1]);
+            let mut sums = [0i32; 4];
+            let four = reduce4(a[whole], a[whole + 1], b[whole], b[whole + 1]);
+            // SAFETY: `sums` is 4 i32s, 16 bytes; storeu needs no alignment.
+            unsafe { _mm_storeu_si128(sums.as_mut_ptr().cast(), four) };
+            dots[at(r, whole)..][..2].copy_from_slice(&sums[..2]);
+            dots[at(r + 1, whole)..][..2].copy_from_slice(&sums[2..]);
+        }
+    } else if rest == 1 && R % 4 == 0 {
+        for r in (0..R).step_by(4) {
+            let mut sums = [0i32; 4];
+            let four = reduce4(
+                acc[r][whole],
+                acc[r + 1][whole],
+                acc[r + 2][whole],
+                acc[r + 3][whole],
+            );
+            // SAFETY: as above.
+            unsafe { _mm_storeu_si128(sums.as_mut_ptr().cast(), four) };
+            for (k, &sum) in sums.iter().enumerate() {
+                dots[at(r + k, whole)] = sum;
+            }
+        }
+    } else {
+        for (r, acc) in acc.iter().enumerate() {
+            for q in whole..Q {
+                dots[at(r, q)] = _mm512_reduce_add_epi32(acc[q]);
+            }
         }
     }
 }
