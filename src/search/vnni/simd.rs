@@ -298,7 +298,7 @@ fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &
         }
     }
     let at = |r: usize, q: usize| (r0 + r) * nq + q0 + q;
-    if rest == 2 && R % 2 == 0 {
+    if rest == 2 && R.is_multiple_of(2) {
         for r in (0..R).step_by(2) {
             let (a, b) = (&acc[r], &acc[r + 1]);
             let mut sums = [0i32; 4];
@@ -308,7 +308,7 @@ fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &
             dots[at(r, whole)..][..2].copy_from_slice(&sums[..2]);
             dots[at(r + 1, whole)..][..2].copy_from_slice(&sums[2..]);
         }
-    } else if rest == 1 && R % 4 == 0 {
+    } else if rest == 1 && R.is_multiple_of(4) {
         for r in (0..R).step_by(4) {
             let mut sums = [0i32; 4];
             let four = reduce4(
