@@ -5,16 +5,16 @@
 //! # Quantization
 //!
 //! Each block of rows is quantized once per scan, shared by every query: a
-//! row `r` gets the scale `s_r = max |r_i| / 127` and `r^_i = round(r_i /
-//! s_r)` in `[-127, 127]`, stored as the byte `r^_i + 128` (the unsigned side
+//! row `r` gets the scale `s_r = max |r_i| / 127` and `r^_i` = `r_i / s_r`
+//! rounded (one FMA onto `1.5 * 2^23 + 128`, whose bits then hold the
+//! byte; `VPERMT2B` gathers the bytes) in `[-127, 127]`, stored as the byte `r^_i + 128` (the unsigned side
 //! of `VPDPBUSD`; the `+ 128` adds `128 sum q^_i` to every product with
 //! query `q`, a per-query constant taken off again). Queries are quantized
 //! once per search the same way, in f64. The same pass computes the row's
 //! squared norm and the squared norm of its residual `e_r = r - s_r r^`
 //! (each `e_r,i` comes from one fused multiply-add, so it is the exact
-//! residual rounded once). Bytes are packed 64 columns at a time in the
-//! order the pack instructions leave them; queries are permuted alike, and
-//! columns are padded to a multiple of 64 with zeros.
+//! residual rounded once). Bytes keep the columns' order, padded to a
+//! multiple of 64 with zeros.
 //!
 //! # The bound
 //!
@@ -56,19 +56,20 @@ const SLACK: f64 = 1e-9;
 /// Rows and queries whose largest value is below this are always refined
 /// (their scale would be subnormal).
 const TINY: f32 = 1.0 / (1u128 << 100) as f32;
-/// Columns per packed chunk (one zmm of bytes).
+/// Columns per chunk (one zmm of bytes).
 const CHUNK: usize = 64;
 /// Queries per query tile (6 × 4 KiB stay in L1 for Llama-sized rows;
 /// 8 measured slower, as did 4 with 6-row tiles).
 const QUERY_TILE: usize = 6;
 
-/// True when the CPU runs this kernel: AVX512-VNNI for the first pass and
-/// AVX-512 BF16 for the refinement (`EMBSCOPE_CPU_MASK=avx512vnni` hides
-/// it).
+/// True when the CPU runs this kernel: AVX512-VNNI for the first pass,
+/// AVX512-VBMI for the quantization's byte shuffles and AVX-512 BF16 for
+/// the refinement (`EMBSCOPE_CPU_MASK=avx512vnni` hides it).
 pub(super) fn available() -> bool {
     !super::choose::masked("avx512vnni")
         && super::x86::has_avx512bf16()
         && is_x86_feature_detected!("avx512vnni")
+        && is_x86_feature_detected!("avx512vbmi")
 }
 
 /// True when the i32 sums of `cols` columns cannot overflow.
@@ -130,7 +131,7 @@ pub(super) struct Prepared {
     /// that the same chunk of the rows and queries of a tile does not fall
     /// in one L1 set (4 KiB apart, as for 4096 columns).
     stride: usize,
-    /// `q^` per query, `stride` bytes each, in packed order.
+    /// `q^` per query, `stride` bytes each.
     hat: Vec<i8>,
     quant: Vec<QueryQuant>,
     halves: Halves,
@@ -364,7 +365,7 @@ impl Prepared {
             .chunks_exact(2 * cols)
             .zip(s.bytes.chunks_exact_mut(stride))
         {
-            // SAFETY: the CPU has AVX-512F, BW and VNNI (checked above).
+            // SAFETY: the CPU has AVX-512F, BW, VBMI and VNNI (checked above).
             s.rows
                 .push(unsafe { quantize_row(row, cols, &mut out[..width]) });
         }
@@ -526,18 +527,7 @@ pub(super) struct Scratch {
     queries: QueryArrays,
 }
 
-/// The source column of packed position `p` in a chunk. `quantize_row`
-/// converts the even columns of the chunk's first 32, then the odd ones,
-/// then likewise for the next 32, into four vectors `j` of 16 values `e`;
-/// `packs_epi32` then `packs_epi16` leave, in each 128-bit lane `l`, 4
-/// values of each vector in turn.
-fn source(p: usize) -> usize {
-    let (lane, j, i) = (p / 16, p % 16 / 4, p % 4);
-    let e = 4 * lane + i;
-    32 * (j / 2) + 2 * e + j % 2
-}
-
-/// Quantizes one query into `width` bytes in packed order, in f64.
+/// Quantizes one query into `width` bytes, in f64.
 fn quantize_query(q: &[f32], width: usize) -> (Vec<i8>, QueryQuant) {
     let max = q.iter().fold(0f32, |m, x| m.max(x.abs()));
     let norm = dot64(q, q).sqrt();
@@ -554,17 +544,11 @@ fn quantize_query(q: &[f32], width: usize) -> (Vec<i8>, QueryQuant) {
     }
     let scale = f64::from(max) / 127.0;
     let (mut sum, mut hat2, mut err2) = (0i64, 0f64, 0f64);
-    let mut cols = vec![0i8; width];
-    for (c, &x) in cols.iter_mut().zip(q) {
+    for (c, &x) in hat.iter_mut().zip(q) {
         let h = (f64::from(x) / scale).round().clamp(-127.0, 127.0);
         let e = f64::from(x) - scale * h;
         (sum, hat2, err2) = (sum + h as i64, hat2 + h * h, err2 + e * e);
         *c = h as i8;
-    }
-    for (chunk_out, chunk_in) in hat.chunks_exact_mut(CHUNK).zip(cols.chunks_exact(CHUNK)) {
-        for (p, out) in chunk_out.iter_mut().enumerate() {
-            *out = chunk_in[source(p)];
-        }
     }
     let quant = QueryQuant {
         sure: true,

@@ -19,19 +19,24 @@ use super::super::bf16::{Halves, chunk_mask, load_bf16};
 use super::{CHUNK, QUERY_TILE, RowQuant, TINY};
 
 /// Quantizes one stored BF16 row (`row`, `cols` values) into `out` (its
-/// width, in packed order), with its squared norms.
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+/// width, as `r^ + 128`), with its squared norms.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant {
     assert!(row.len() == 2 * cols && out.len() == cols.div_ceil(CHUNK) * CHUNK);
     let p = row.as_ptr();
     // The largest |value| from the bits: for finite values, the order of
     // the magnitudes' bit patterns is the order of the magnitudes.
     let mut mx = _mm512_setzero_si512();
+    let magnitudes = _mm512_set1_epi16(0x7fff);
     for c in (0..cols).step_by(32) {
-        let mask = chunk_mask(cols, c);
-        // SAFETY: `mask` selects columns c..min(c + 32, cols), inside `row`.
-        let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.add(2 * c).cast()) };
-        mx = _mm512_max_epu16(mx, _mm512_and_si512(v, _mm512_set1_epi16(0x7fff)));
+        let v = if cols - c >= 32 {
+            // SAFETY: columns c..c + 32 lie inside `row`.
+            unsafe { _mm512_loadu_si512(p.add(2 * c).cast()) }
+        } else {
+            // SAFETY: the mask selects columns c..cols, inside `row`.
+            unsafe { _mm512_maskz_loadu_epi16(chunk_mask(cols, c), p.add(2 * c).cast()) }
+        };
+        mx = _mm512_max_epu16(mx, _mm512_and_si512(v, magnitudes));
     }
     let lo = _mm512_and_si512(mx, _mm512_set1_epi32(0xffff));
     let max_bits = _mm512_reduce_max_epu32(_mm512_max_epu32(lo, _mm512_srli_epi32(mx, 16)));
@@ -44,36 +49,37 @@ pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant 
         (0.0, 0.0)
     };
     let (vscale, vinv) = (_mm512_set1_ps(scale), _mm512_set1_ps(inv));
-    let mut norm = [_mm512_setzero_ps(); 4];
-    let mut err = [_mm512_setzero_ps(); 4];
-    for c in (0..out.len()).step_by(CHUNK) {
-        let mut ints = [_mm512_setzero_si512(); 4];
-        for half in 0..2 {
-            let c0 = c + 32 * half;
-            let mask = if c0 < cols { chunk_mask(cols, c0) } else { 0 };
-            // SAFETY: `mask` selects columns inside `row` (none past it).
-            let v = unsafe { _mm512_maskz_loadu_epi16(mask, p.add(2 * c0.min(cols)).cast()) };
-            // The even columns, then the odd ones, as f32 (one instruction
-            // each: a BF16 value is the high half of an f32).
-            let parts = [
-                _mm512_slli_epi32::<16>(v),
-                _mm512_and_si512(v, _mm512_set1_epi32(-0x1_0000)),
-            ];
-            for (k, part) in parts.into_iter().enumerate() {
-                let j = 2 * half + k;
-                let x = _mm512_castsi512_ps(part);
-                norm[j] = _mm512_fmadd_ps(x, x, norm[j]);
-                let i = _mm512_cvtps_epi32(_mm512_mul_ps(x, vinv));
-                let e = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(i), vscale, x);
-                err[j] = _mm512_fmadd_ps(e, e, err[j]);
-                ints[j] = i;
-            }
+    // `x * inv + MAGIC` rounds `x * inv` to the nearest integer `i` once,
+    // leaving `i + 128` in the low byte of its bits and `i` in `y - MAGIC`
+    // (exact): no conversions to and from integers.
+    let magic = _mm512_set1_ps(MAGIC);
+    // The low byte of value `e` of vector `j` (see below) to column
+    // `32 * (j / 2) + 2 * e + j % 2`: lanes 0..31 of `perm(v0, v1)` and
+    // 32..63 of `perm(v2, v3)` are the chunk's columns in order.
+    // SAFETY: `PICK` is 64 bytes.
+    let index = unsafe { _mm512_loadu_si512(PICK.as_ptr().cast()) };
+    let mut q = Quantizer {
+        vscale,
+        vinv,
+        magic,
+        index,
+        norm: [_mm512_setzero_ps(); 4],
+        err: [_mm512_setzero_ps(); 4],
+    };
+    // Whole chunks with plain loads, then the last one masked.
+    let whole = cols / CHUNK * CHUNK;
+    for c in (0..whole).step_by(CHUNK) {
+        // SAFETY: columns c..c + 64 lie inside `row` and `out`.
+        unsafe { q.chunk(p.add(2 * c), [!0; 2], out.as_mut_ptr().add(c)) };
+    }
+    if whole < out.len() {
+        let mask = |c: usize| if c < cols { chunk_mask(cols, c) } else { 0 };
+        // SAFETY: the masks select the columns from `whole` inside `row`;
+        // `out` holds whole chunks.
+        unsafe {
+            let masks = [mask(whole), mask(whole + 32)];
+            q.chunk(p.add(2 * whole), masks, out.as_mut_ptr().add(whole));
         }
-        let ab = _mm512_packs_epi32(ints[0], ints[1]);
-        let cd = _mm512_packs_epi32(ints[2], ints[3]);
-        let bytes = _mm512_xor_si512(_mm512_packs_epi16(ab, cd), _mm512_set1_epi8(-128));
-        // SAFETY: `out` holds whole chunks; c + 64 <= out.len().
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(c).cast(), bytes) };
     }
     let sum = |a: [__m512; 4]| {
         _mm512_reduce_add_ps(_mm512_add_ps(
@@ -84,13 +90,78 @@ pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant 
     RowQuant {
         sure,
         scale,
-        norm2: sum(norm),
-        err2: sum(err),
+        norm2: sum(q.norm),
+        err2: sum(q.err),
     }
 }
 
+/// The constants and sums of `quantize_row`.
+struct Quantizer {
+    vscale: __m512,
+    vinv: __m512,
+    magic: __m512,
+    index: __m512i,
+    norm: [__m512; 4],
+    err: [__m512; 4],
+}
+
+impl Quantizer {
+    /// Quantizes the 64 columns of one chunk at `src` (the columns of each
+    /// half selected by `masks`, the others zero) into the 64 bytes at
+    /// `out`, adding to the squared norms.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F, BW and VBMI; the selected columns are
+    /// readable and the 64 bytes at `out` writable.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn chunk(&mut self, src: *const u8, masks: [__mmask32; 2], out: *mut u8) {
+        let mut ints = [_mm512_setzero_si512(); 4];
+        for (half, mask) in masks.into_iter().enumerate() {
+            // SAFETY: the caller's.
+            let v = unsafe { _mm512_maskz_loadu_epi16(mask, src.add(64 * half).cast()) };
+            // The even columns, then the odd ones, as f32 (one instruction
+            // each: a BF16 value is the high half of an f32).
+            let parts = [
+                _mm512_slli_epi32::<16>(v),
+                _mm512_and_si512(v, _mm512_set1_epi32(-0x1_0000)),
+            ];
+            for (k, part) in parts.into_iter().enumerate() {
+                let j = 2 * half + k;
+                let x = _mm512_castsi512_ps(part);
+                self.norm[j] = _mm512_fmadd_ps(x, x, self.norm[j]);
+                let y = _mm512_fmadd_ps(x, self.vinv, self.magic);
+                let e = _mm512_fnmadd_ps(_mm512_sub_ps(y, self.magic), self.vscale, x);
+                self.err[j] = _mm512_fmadd_ps(e, e, self.err[j]);
+                ints[j] = _mm512_castps_si512(y);
+            }
+        }
+        let low = _mm512_permutex2var_epi8(ints[0], self.index, ints[1]);
+        let high = _mm512_permutex2var_epi8(ints[2], self.index, ints[3]);
+        let bytes = _mm512_mask_blend_epi8(!0 << 32, low, high);
+        // SAFETY: the caller's.
+        unsafe { _mm512_storeu_si512(out.cast(), bytes) };
+    }
+}
+
+/// `1.5 * 2^23 + 128`: f32 values near it are spaced 1 apart, and the low
+/// byte of its bits is 128.
+const MAGIC: f32 = 12_583_040.0;
+
+/// Per output byte `p` of a chunk, the byte of `(v0, v1)` (or `(v2, v3)`)
+/// holding its column: vector `p % 2`, value `p % 32 / 2`, low byte.
+const PICK: [u8; CHUNK] = {
+    let mut pick = [0; CHUNK];
+    let mut p = 0;
+    while p < CHUNK {
+        pick[p] = (64 * (p % 2) + 4 * (p % 32 / 2)) as u8;
+        p += 1;
+    }
+    pick
+};
+
 /// Every row tile of the quantized block against every query tile:
-/// `dots[i * nq + q]` = the VNNI sum of packed row `i` and query `q`.
+/// `dots[i * nq + q]` = the VNNI sum of quantized row `i` and query `q`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(super) fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
     let nq = t.nq;
@@ -215,16 +286,48 @@ fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &
             }
         }
     }
+    // Four queries of a row per transposing reduction; the last Q % 4
+    // queries of 4 / (Q % 4) rows together when they make 4.
+    let (whole, rest) = (Q / 4 * 4, Q % 4);
     for (r, acc) in acc.iter().enumerate() {
-        let out = &mut dots[(r0 + r) * nq + q0..][..Q];
-        let (fours, rest) = out.as_chunks_mut::<4>();
-        for (g, four) in fours.iter_mut().enumerate() {
+        let out = &mut dots[(r0 + r) * nq + q0..][..whole];
+        for (g, four) in out.as_chunks_mut::<4>().0.iter_mut().enumerate() {
             let sums = reduce4(acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]);
             // SAFETY: `four` is 4 i32s, 16 bytes; storeu needs no alignment.
             unsafe { _mm_storeu_si128(four.as_mut_ptr().cast(), sums) };
         }
-        for (k, d) in rest.iter_mut().enumerate() {
-            *d = _mm512_reduce_add_epi32(acc[4 * fours.len() + k]);
+    }
+    let at = |r: usize, q: usize| (r0 + r) * nq + q0 + q;
+    if rest == 2 && R.is_multiple_of(2) {
+        for r in (0..R).step_by(2) {
+            let (a, b) = (&acc[r], &acc[r + 1]);
+            let mut sums = [0i32; 4];
+            let four = reduce4(a[whole], a[whole + 1], b[whole], b[whole + 1]);
+            // SAFETY: `sums` is 4 i32s, 16 bytes; storeu needs no alignment.
+            unsafe { _mm_storeu_si128(sums.as_mut_ptr().cast(), four) };
+            dots[at(r, whole)..][..2].copy_from_slice(&sums[..2]);
+            dots[at(r + 1, whole)..][..2].copy_from_slice(&sums[2..]);
+        }
+    } else if rest == 1 && R.is_multiple_of(4) {
+        for r in (0..R).step_by(4) {
+            let mut sums = [0i32; 4];
+            let four = reduce4(
+                acc[r][whole],
+                acc[r + 1][whole],
+                acc[r + 2][whole],
+                acc[r + 3][whole],
+            );
+            // SAFETY: as above.
+            unsafe { _mm_storeu_si128(sums.as_mut_ptr().cast(), four) };
+            for (k, &sum) in sums.iter().enumerate() {
+                dots[at(r + k, whole)] = sum;
+            }
+        }
+    } else {
+        for (r, acc) in acc.iter().enumerate() {
+            for q in whole..Q {
+                dots[at(r, q)] = _mm512_reduce_add_epi32(acc[q]);
+            }
         }
     }
 }

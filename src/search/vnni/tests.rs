@@ -84,13 +84,6 @@ fn keys_keep_the_order_of_f64() {
 }
 
 #[test]
-fn packed_order_is_a_permutation() {
-    let mut seen: Vec<usize> = (0..CHUNK).map(source).collect();
-    seen.sort_unstable();
-    assert_eq!(seen, (0..CHUNK).collect::<Vec<_>>());
-}
-
-#[test]
 fn quantization_round_trips_within_half_a_step() {
     if !available() {
         return;
@@ -120,8 +113,7 @@ fn quantization_round_trips_within_half_a_step() {
             }
             let packed = &s.bytes[r * stride..r * stride + width];
             let mut err2 = 0.0;
-            for (c, &byte) in packed.iter().enumerate() {
-                let at = c / CHUNK * CHUNK + source(c % CHUNK);
+            for (at, &byte) in packed.iter().enumerate() {
                 let hat = i32::from(byte) - 128;
                 assert!((-127..=127).contains(&hat), "{what}");
                 let x = if at < cols { f64::from(row[at]) } else { 0.0 };
@@ -212,4 +204,59 @@ fn answers_are_the_avx512_bf16_ones_on_adversarial_rows() {
             }
         }
     }
+}
+
+/// In-cache timings of the quantization and the int8 tiles (not a test:
+/// `cargo test --release --lib vnni::tests::timings -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn timings() {
+    if !available() {
+        return;
+    }
+    use std::time::Instant;
+    // `ROWS=N` rows per block (64 by default; 32 is the scan's).
+    let rows = std::env::var("ROWS").map_or(64, |r| r.parse().expect("ROWS"));
+    let (cols, nq, reps) = (4096, 64, 200 * 64 / rows);
+    let data = adversarial(cols, rows.max(nq))[10..].to_vec();
+    let bytes = to_bytes(&data[..rows]);
+    let p = Prepared::new(&data[..nq].concat(), cols);
+    let mut s = Scratch::default();
+    p.first_pass(&bytes, &mut s);
+    let mut out = vec![0u8; p.width];
+    // The fastest of 7 rounds (the machine is shared).
+    let best = |f: &mut dyn FnMut()| {
+        (0..7)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let secs = best(&mut || {
+        for _ in 0..reps {
+            for row in bytes.chunks_exact(2 * cols) {
+                // SAFETY: `available` above.
+                std::hint::black_box(unsafe { quantize_row(row, cols, &mut out) });
+            }
+        }
+    });
+    let ns = secs * 1e9 / (reps * rows) as f64;
+    println!("quantize_row: {ns:.0} ns per row of {cols}");
+    let t = Tiles {
+        block: &s.bytes,
+        width: p.width,
+        stride: p.stride,
+        hat: &p.hat,
+        nq,
+    };
+    let secs = best(&mut || {
+        for _ in 0..reps {
+            // SAFETY: `available` above.
+            unsafe { walk(&t, rows, &mut s.dots) };
+        }
+    });
+    let per = secs * 1e9 / (reps * rows * nq * p.width / CHUNK) as f64;
+    println!("walk: {per:.3} ns per VPDPBUSD ({rows} rows x {nq} queries)");
 }
