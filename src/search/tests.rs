@@ -8,8 +8,9 @@ use super::shortlist::dot64;
 use super::*;
 use crate::dtype::Dtype;
 
-/// A tiny deterministic generator (xorshift), values in [-1, 1).
-fn values(n: usize, seed: u64) -> Vec<f32> {
+/// A tiny deterministic generator (xorshift), values in [-1, 1); the
+/// kernels' own tests use it too.
+pub(super) fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {

@@ -5,23 +5,11 @@ use half::bf16;
 
 use super::super::kernels::Kernel;
 use super::super::shortlist::{Scorer, dot64};
+use super::super::tests::values;
 use super::super::{Metric, top_k_with};
 use super::*;
 use crate::dtype::Dtype;
 use crate::progress::Progress;
-
-/// A deterministic generator (xorshift), values in [-1, 1).
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
 
 /// Rows that stress the quantization: one huge value among small ones, all
 /// equal, all zero, subnormals only, subnormals beside a normal value,
