@@ -214,3 +214,39 @@ fn a_kernel_this_cpu_lacks_or_an_unknown_one_is_an_error() {
         "embscope: EMBSCOPE_CPU_MASK=avx512,sse9: `sse9` is not a feature it can hide (features: avx2, avx512, avx512bf16, amx, avx512vnni)"
     );
 }
+
+#[test]
+fn a_kernel_whose_layout_does_not_fit_names_the_one_that_ran() {
+    if !available("llama-sharded").iter().any(|k| k == "avx512vnni") {
+        return; // this CPU has no int8 kernel to fall back from
+    }
+    // Too many columns for the int8 kernel's i32 sums (255 · 127 · cols
+    // must stay below 2^31): AVX-512 BF16 runs in its place.
+    let (rows, cols) = (3, 70_000);
+    let data: Vec<u8> = (0..rows * cols)
+        .flat_map(|i| half::bf16::from_f32(((i % 7) as f32 - 3.0) / 4.0).to_le_bytes())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.safetensors");
+    let view = safetensors::tensor::TensorView::new(
+        safetensors::tensor::Dtype::BF16,
+        vec![rows, cols],
+        &data,
+    )
+    .unwrap();
+    safetensors::serialize_to_file(
+        [("embed_tokens.weight", view)],
+        None::<std::collections::HashMap<String, String>>,
+        &path,
+    )
+    .unwrap();
+    let v = json_with(
+        &[("EMBSCOPE_KERNEL", "avx512vnni")],
+        &["neighbors", path.to_str().unwrap(), "#0", "-k", "1"],
+    );
+    assert_eq!(v["kernel"]["name"], "avx512bf16");
+    assert_eq!(
+        v["kernel"]["reason"],
+        "forced by EMBSCOPE_KERNEL; avx512vnni does not fit 70000 columns, so avx512bf16 runs"
+    );
+}

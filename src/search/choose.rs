@@ -119,12 +119,30 @@ pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, Kerne
     let dtype = m.dtype();
     let available = available(m)?;
     let prepare = |k: Kernel| Queries::new(k, dtype, queries);
-    let choice = |k: Kernel, reason: String| KernelChoice {
-        name: k.name(),
-        reason,
+    let cols = m.cols();
+    // Names the kernel that will run: a kernel whose layout does not fit
+    // the columns lays the queries out for AVX-512 BF16 instead.
+    let choice = |q: &Queries, asked: Kernel, mut reason: String| {
+        let ran = q.kernel();
+        if ran != asked {
+            reason.push_str(&format!(
+                "; {} does not fit {cols} columns, so {} runs",
+                asked.name(),
+                ran.name()
+            ));
+        }
+        KernelChoice {
+            name: ran.name(),
+            reason,
+        }
+    };
+    let settle = |k: Kernel, reason: String| {
+        let q = prepare(k);
+        let c = choice(&q, k, reason);
+        (q, c)
     };
     if let Some(k) = forced(&available, &dtype.to_string())? {
-        return Ok((prepare(k), choice(k, "forced by EMBSCOPE_KERNEL".into())));
+        return Ok(settle(k, "forced by EMBSCOPE_KERNEL".into()));
     }
     // Slowest first: the BF16 kernels come last, the widest f32 one before.
     let widest_f32 = available.iter().rev().find(|k| !k.reads_bf16()).copied();
@@ -140,7 +158,7 @@ pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, Kerne
     let first = contenders[0];
     if contenders.len() == 1 {
         let why = format!("the widest path this CPU has for {dtype}");
-        return Ok((prepare(first), choice(first, why)));
+        return Ok(settle(first, why));
     }
     let bytes = m.bytes().len();
     // Fewer rows for many queries (at least 32): the same work, so the probe
@@ -153,7 +171,7 @@ pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, Kerne
             "the widest path this CPU has for {dtype} (the matrix, {} MiB, is too small to measure)",
             bytes >> 20
         );
-        return Ok((prepare(first), choice(first, why)));
+        return Ok(settle(first, why));
     }
     let mut prepared: Vec<Queries> = contenders.iter().map(|&k| prepare(k)).collect();
     let times = measure(m, rows, &prepared);
@@ -172,8 +190,9 @@ pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, Kerne
         if nq == 1 { "y" } else { "ies" },
         speeds.join(", ")
     );
-    let winner = contenders[best];
-    Ok((prepared.swap_remove(best), choice(winner, why)))
+    let winner = prepared.swap_remove(best);
+    let c = choice(&winner, contenders[best], why);
+    Ok((winner, c))
 }
 
 /// The fastest of [`PROBE_ROUNDS`] runs of each of `prepared` on the first
