@@ -1,19 +1,19 @@
 //! What `undertrained` runs alongside what, and how long each stage took
 //! (shown with `-v`).
 //!
-//! Three things start at once: the head's principal component from its
-//! row sample (it needs nothing else; see `component`), the embedding's
-//! streaming pass, and the vocabulary load followed by the reference set.
-//! The embedding's reference mean reaches the pass when the set is known;
-//! the blocks it read before that are read again for `r·m` alone (see
-//! `pass::catch_up`), a fraction of the matrix, instead of the whole pass
-//! waiting for the vocabulary. The sample's reads are short runs that wait
-//! on memory latency, the pass streams at memory bandwidth, the load is
-//! parsing: they share the cores well. The reachability test's tokenizer
-//! file is parsed on a thread of its own meanwhile. The head's pass, which
-//! needs both the component and the reference mean, comes last. Each
-//! matrix is streamed once (`passes` counts these); the sample and the
-//! catch-up add a fraction of a read each.
+//! At the start the vocabulary load, followed by the reference set, runs
+//! on a thread of its own while the workers take the head's principal
+//! component from its row sample (it needs nothing else; see `component`).
+//! Then comes the embedding's streaming pass: the reference mean reaches it
+//! when the set is known, usually before or soon after it starts; the
+//! blocks it read before that are read again for `r·m` alone (see
+//! `pass::catch_up`). Starting the pass together with the sample instead
+//! measured slower: the pass then met the mean later, and re-reading its
+//! first half cost more than the overlap gained. The reachability test's
+//! tokenizer file is parsed on a thread of its own meanwhile. The head's
+//! pass, which needs both the component and the reference mean, comes
+//! last. Each matrix is streamed once (`passes` counts these); the sample
+//! and the catch-up add a fraction of a read each.
 
 use std::sync::{Mutex, OnceLock};
 use std::thread::{Scope, ScopedJoinHandle};
@@ -135,18 +135,17 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
             let vocab = held.get().and_then(|v| v.as_deref());
             Ok((reference, tokenizer(vocab, req, s, source, clock)))
         });
-        let (pc, embed_sums) = rayon::join(
-            || {
-                let h = m.head?;
-                Some(clock.time("component sample", || {
-                    component::sampled(h, component::SAMPLE_ROWS)
-                }))
-            },
-            || {
-                let (e, bar) = embed.zip(embed_bar.as_ref())?;
-                Some(clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar)))
-            },
-        );
+        // The sample first, while the vocabulary loads: the embedding's
+        // pass that follows then meets the reference mean sooner, and
+        // fewer of its rows are read again to catch up.
+        let pc = m.head.map(|h| {
+            clock.time("component sample", || {
+                component::sampled(h, component::SAMPLE_ROWS)
+            })
+        });
+        let embed_sums = embed
+            .zip(embed_bar.as_ref())
+            .map(|(e, bar)| clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar)));
         let loaded = loading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
