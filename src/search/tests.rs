@@ -349,6 +349,22 @@ fn shortlist_holds_the_true_top_k_among_near_ties() {
     }
 }
 
+/// Every row's squared norm and its dot products with `queries` (row-major,
+/// one per query), from one block of `kernel` over the whole BF16 matrix.
+fn score_all(m: &Matrix, kernel: Kernel, queries: &[Vec<f32>]) -> (Vec<f32>, Vec<f32>) {
+    let q = Queries::new(kernel, Dtype::BF16, queries);
+    let rows = m.rows();
+    let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows * queries.len()]);
+    q.score_block(
+        m,
+        0..rows,
+        &mut Default::default(),
+        Some(&mut norms),
+        &mut dots,
+    );
+    (norms, dots)
+}
+
 #[test]
 fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
     let (rows, cols) = (67, 1000);
@@ -356,18 +372,7 @@ fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
     let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
     let queries: Vec<Vec<f32>> = (0..13).map(|q| values(cols, 40 + q)).collect();
     let nq = queries.len();
-    let run = |kernel| {
-        let q = Queries::new(kernel, Dtype::BF16, &queries);
-        let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows * nq]);
-        q.score_block(
-            &m,
-            0..rows,
-            &mut Default::default(),
-            Some(&mut norms),
-            &mut dots,
-        );
-        (norms, dots)
-    };
+    let run = |kernel| score_all(&m, kernel, &queries);
     let (norms, dots) = run(Kernel::Portable);
     let size = |v: &[f32]| dot64(v, v).sqrt();
     // (The VNNI kernel's scores here are its int8 ones, with their own
@@ -462,18 +467,7 @@ fn amx_row_norms_are_the_avx512_bf16_ones_bit_for_bit() {
     let (bytes, _) = store(&values(rows * cols, 5), Dtype::BF16);
     let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
     let queries = [values(cols, 9)];
-    let norms_of = |kernel| {
-        let q = Queries::new(kernel, Dtype::BF16, &queries);
-        let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows]);
-        q.score_block(
-            &m,
-            0..rows,
-            &mut Default::default(),
-            Some(&mut norms),
-            &mut dots,
-        );
-        norms
-    };
+    let norms_of = |kernel| score_all(&m, kernel, &queries).0;
     assert_eq!(norms_of(Kernel::Amx), norms_of(Kernel::Avx512Bf16));
 }
 
