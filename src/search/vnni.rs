@@ -369,7 +369,6 @@ impl Prepared {
             s.rows
                 .push(unsafe { quantize_row(row, cols, &mut out[..width]) });
         }
-        // SAFETY: as above.
         let t = Tiles {
             block: &s.bytes,
             width,
