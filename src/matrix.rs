@@ -64,8 +64,9 @@ impl<'a> Matrix<'a> {
     /// A view of `bytes` as the 2-D tensor `name` of `dtype` and `shape`.
     ///
     /// Fails with [`Error::BadInput`] when the shape is not 2-D, has no
-    /// columns, has more rows than 32-bit token ids can address, the dtype is not a supported
-    /// float type, or `bytes` is not exactly `rows * cols * element size` long.
+    /// columns, has more rows than 32-bit token ids can address, the dtype
+    /// is neither a supported float type nor block-quantized, a row is not
+    /// whole blocks, or `bytes` is not exactly `rows` rows long.
     pub fn new(name: &'a str, bytes: &'a [u8], dtype: Dtype, shape: &[usize]) -> Result<Self> {
         if !SUPPORTED.contains(&dtype) && !dtype.is_quantized() {
             let names: Vec<&str> = SUPPORTED.iter().map(|d| d.name()).collect();
