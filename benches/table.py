@@ -87,7 +87,8 @@ def cpu_name():
     name = re.search(r"model name\s*:\s*(.*)", info).group(1)
     model = re.search(r"model\s*:\s*(\d+)", info).group(1)
     flags = re.search(r"flags\s*:\s*(.*)", info).group(1).split()
-    has = [f for f in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if f in flags]
+    wanted = ("avx512f", "avx512_bf16", "avx512_vnni", "avx512vbmi", "amx_bf16", "amx_tile")
+    has = [f for f in wanted if f in flags]
     return f"{name} (model {model}), {os.cpu_count()} cores, {' '.join(has)}"
 
 
