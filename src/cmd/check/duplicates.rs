@@ -37,7 +37,7 @@ pub(super) fn duplicates(
     if groups.is_empty() {
         return;
     }
-    groups.iter_mut().for_each(|g| g.sort_unstable());
+    // Each group is ascending already (equal bytes sort by id).
     groups.sort();
     let rows: usize = groups.iter().map(Vec::len).sum();
     let shown: Vec<Value> = groups

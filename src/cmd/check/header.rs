@@ -82,10 +82,12 @@ pub(crate) fn padding_multiple(rows: u64, used: u64) -> Option<u64> {
 }
 
 fn sizes(s: &Subject, out: &mut Vec<Finding>) {
-    let config_vocab = s.ckpt.config.as_ref().and_then(|c| c.vocab_size);
     let emb_rows = s.embedding.map(|t| t.shape[0] as u64);
     let head_rows = s.head.map(|t| t.shape[0] as u64);
-    if let (Some(cv), Some(emb)) = (config_vocab, s.embedding) {
+    if let Some(config) = &s.ckpt.config
+        && let Some(cv) = config.vocab_size
+        && let Some(emb) = s.embedding
+    {
         let rows = emb.shape[0] as u64;
         if cv != rows {
             out.push(Finding::new(
@@ -93,10 +95,7 @@ fn sizes(s: &Subject, out: &mut Vec<Finding>) {
                 "config-vocab-mismatch",
                 format!(
                     "{} is {cv}, `{}` has {rows} rows: loading fails with a size mismatch",
-                    s.ckpt
-                        .config
-                        .as_ref()
-                        .map_or_else(String::new, |c| c.describe("vocab_size")),
+                    config.describe("vocab_size"),
                     emb.name
                 ),
                 json!({"config_vocab_size": cv, "tensor": emb.name, "rows": rows}),

@@ -18,6 +18,7 @@
 //! as `undertrained` adds them; the norm is redone in f64 when f32
 //! overflows or underflows.
 
+use crate::cmd::undertrained::kernel::{L as LANES, PREFETCH_ROWS, Row, madd, prefetch};
 use crate::dtype::Dtype;
 use crate::matrix::convert;
 
@@ -41,9 +42,6 @@ pub(crate) struct RowSummary {
     /// keys, different rows may too.
     pub hash: u64,
 }
-
-/// Values per step of the row loops, one per lane.
-const LANES: usize = 32;
 
 /// A vector the rows are dotted with, in the layouts the loops read.
 #[derive(Debug)]
@@ -211,30 +209,6 @@ fn rows_with<const FMA: bool, const DOT: bool>(
     }
 }
 
-/// Rows ahead whose bytes are asked of memory before they are summed.
-const PREFETCH_ROWS: usize = 2;
-
-/// Asks for `bytes` to be brought into cache, one request per 64-byte line.
-#[inline(always)]
-fn prefetch(bytes: Option<&[u8]>) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(bytes) = bytes {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        for line in bytes.chunks(64) {
-            // SAFETY: prefetching is a hint; any address is allowed.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
-}
-
-/// `acc + x * y`, fused when `FMA`.
-#[inline(always)]
-fn madd<const FMA: bool>(acc: f32, x: f32, y: f32) -> f32 {
-    if FMA { x.mul_add(y, acc) } else { acc + x * y }
-}
-
 /// The lanes added in value order; `interleaved`: as the BF16 loop holds
 /// them (even values, then odd ones).
 #[inline(always)]
@@ -268,15 +242,15 @@ fn bf16_sums<const FMA: bool, const DOT: bool>(
         for (c, m) in chunks.iter().zip(steps) {
             let x = bf16_step(c);
             for l in 0..LANES {
-                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
-                dot[l] = madd::<FMA>(dot[l], x[l], m[l]);
+                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
+                dot[l] = madd::<FMA>(x[l], m[l], dot[l]);
             }
         }
     } else {
         for c in chunks {
             let x = bf16_step(c);
             for l in 0..LANES {
-                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
             }
         }
     }
@@ -310,17 +284,7 @@ fn bf16_step(c: &[u8; 2 * LANES]) -> [f32; LANES] {
 #[derive(Clone, Copy)]
 struct F32Bytes<'a>(&'a [u8]);
 
-/// A row of f32 values for [`f32_sums`]: stored bytes or converted values.
-trait F32Row: Copy {
-    /// Number of values.
-    fn len(self) -> usize;
-    /// Values `k..k + LANES` (`k + LANES <= len`).
-    fn chunk(self, k: usize) -> [f32; LANES];
-    /// Value `j`.
-    fn at(self, j: usize) -> f32;
-}
-
-impl F32Row for F32Bytes<'_> {
+impl Row for F32Bytes<'_> {
     #[inline(always)]
     fn len(self) -> usize {
         self.0.len() / 4
@@ -341,25 +305,10 @@ impl F32Row for F32Bytes<'_> {
     }
 }
 
-impl F32Row for &[f32] {
-    #[inline(always)]
-    fn len(self) -> usize {
-        <[f32]>::len(self)
-    }
-    #[inline(always)]
-    fn chunk(self, k: usize) -> [f32; LANES] {
-        self[k..k + LANES].try_into().expect("whole step")
-    }
-    #[inline(always)]
-    fn at(self, j: usize) -> f32 {
-        self[j]
-    }
-}
-
 /// The sum of squares of a row of f32 values and, when `DOT`, its dot
 /// product with `plain`; in f32.
 #[inline(always)]
-fn f32_sums<const FMA: bool, const DOT: bool>(row: impl F32Row, plain: &[f32]) -> (f32, f32) {
+fn f32_sums<const FMA: bool, const DOT: bool>(row: impl Row, plain: &[f32]) -> (f32, f32) {
     let mut sq = [0f32; LANES];
     let mut dot = [0f32; LANES];
     let whole = row.len() / LANES * LANES;
@@ -369,15 +318,15 @@ fn f32_sums<const FMA: bool, const DOT: bool>(row: impl F32Row, plain: &[f32]) -
         for (k, m) in (0..whole).step_by(LANES).zip(steps) {
             let x = row.chunk(k);
             for l in 0..LANES {
-                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
-                dot[l] = madd::<FMA>(dot[l], x[l], m[l]);
+                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
+                dot[l] = madd::<FMA>(x[l], m[l], dot[l]);
             }
         }
     } else {
         for k in (0..whole).step_by(LANES) {
             let x = row.chunk(k);
             for l in 0..LANES {
-                sq[l] = madd::<FMA>(sq[l], x[l], x[l]);
+                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
             }
         }
     }

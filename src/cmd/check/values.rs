@@ -62,14 +62,9 @@ pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static
     if zero > 0 {
         return "mixed";
     }
-    let mut v: Vec<f64> = norms
-        .iter()
-        .filter(|n| n.is_finite())
-        .map(|&n| f64::from(n))
-        .collect();
-    match reachable_median {
-        Some(r) if r > 0.0 && !v.is_empty() => {
-            let ratio = median(&mut v) / r;
+    match (reachable_median, finite_median(norms)) {
+        (Some(r), Some(med)) if r > 0.0 => {
+            let ratio = med / r;
             if (0.5..=2.0).contains(&ratio) {
                 "trained-looking"
             } else {
@@ -78,6 +73,16 @@ pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static
         }
         _ => "random",
     }
+}
+
+/// The median of the finite `norms` (`None` without any).
+fn finite_median(norms: &[f32]) -> Option<f64> {
+    let mut v: Vec<f64> = norms
+        .iter()
+        .filter(|n| n.is_finite())
+        .map(|&n| f64::from(n))
+        .collect();
+    (!v.is_empty()).then(|| median(&mut v))
 }
 
 /// Findings from the value pass, each matrix on its own core; also
@@ -244,16 +249,7 @@ impl Unreachable {
     /// From the rows' `norms` and the reachable rows' median norm.
     fn new(name: &str, norms: &[f32], reach_median: Option<f64>) -> Self {
         let kind = classify(norms, reach_median);
-        let mut v: Vec<f64> = norms
-            .iter()
-            .filter(|n| n.is_finite())
-            .map(|&n| f64::from(n))
-            .collect();
-        let med = if v.is_empty() {
-            None
-        } else {
-            Some(median(&mut v))
-        };
+        let med = finite_median(norms);
         let what = match kind {
             "zero" => "all zero",
             "mixed" => "partly zero",

@@ -7,16 +7,16 @@
 /// `x * y + acc`, fused when `FMA` (only in builds for CPUs that have
 /// it: elsewhere `mul_add` is a slow library call).
 #[inline(always)]
-pub(super) fn madd<const FMA: bool>(x: f32, y: f32, acc: f32) -> f32 {
+pub(crate) fn madd<const FMA: bool>(x: f32, y: f32, acc: f32) -> f32 {
     if FMA { x.mul_add(y, acc) } else { x * y + acc }
 }
 
 /// f32 lanes per step of the row loops.
-pub(super) const L: usize = 32;
+pub(crate) const L: usize = 32;
 
 /// A row as the loops read it: f32 values, or BF16 bytes decoded a step
 /// at a time in registers (no decoded copy of the row is written).
-pub(super) trait Row: Copy {
+pub(crate) trait Row: Copy {
     /// Number of values.
     fn len(self) -> usize;
     /// Values `k..k + L` (`k + L <= len`).
@@ -123,11 +123,11 @@ pub(super) fn axpy<const FMA: bool>(acc: &mut [f32], y: f32, r: impl Row) {
 }
 
 /// Rows ahead whose bytes are asked of memory before they are needed.
-pub(super) const PREFETCH_ROWS: usize = 2;
+pub(crate) const PREFETCH_ROWS: usize = 2;
 
 /// Asks for `bytes` to be brought into cache, one request per 64-byte line.
 #[inline(always)]
-pub(super) fn prefetch(bytes: Option<&[u8]>) {
+pub(crate) fn prefetch(bytes: Option<&[u8]>) {
     #[cfg(target_arch = "x86_64")]
     if let Some(bytes) = bytes {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};

@@ -20,7 +20,7 @@
 
 mod component;
 mod indicators;
-mod kernel;
+pub(crate) mod kernel;
 mod pass;
 mod plan;
 mod reach;

@@ -112,9 +112,9 @@ fn dots_and_sums_add_in_value_order() {
 
 fn madd_any(fma: bool, acc: f32, x: f32, y: f32) -> f32 {
     if fma {
-        madd::<true>(acc, x, y)
+        madd::<true>(x, y, acc)
     } else {
-        madd::<false>(acc, x, y)
+        madd::<false>(x, y, acc)
     }
 }
 
