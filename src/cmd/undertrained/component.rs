@@ -256,7 +256,8 @@ mod tests {
         let along = (c.v[0] * 0.6 + c.v[1] * 0.8).abs();
         assert!(along > 0.9999, "{:?}", c.v);
         assert_eq!(c.rows, rows);
-        assert!(c.iterations <= 10, "{} iterations", c.iterations);
+        // Converged, not stopped at the cap.
+        assert!(c.iterations < MAX_ITERATIONS, "{} iterations", c.iterations);
     }
 
     #[test]
