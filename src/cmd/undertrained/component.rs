@@ -22,8 +22,7 @@ use rayon::prelude::*;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
-use super::kernel::{Bf16, Row, axpy, dot1, dot3, prefetch};
-use super::pass::has_avx512;
+use super::kernel::{Bf16, Row, axpy, dot1, dot3, has_avx512, prefetch};
 
 /// Rows sampled (in evenly spaced runs) for the component.
 pub(crate) const SAMPLE_ROWS: usize = 4096;

@@ -22,7 +22,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
 
-use super::kernel::{Bf16, PREFETCH_ROWS, dot3, prefetch};
+use super::kernel::{Bf16, PREFETCH_ROWS, dot3, has_avx512, prefetch};
 
 /// Per-row sums from the pass over a matrix.
 #[derive(Debug, Default)]
@@ -108,14 +108,6 @@ fn block(wide: bool, buf: &[f32], raw: Option<&[u8]>, r: &[f32], v: &[f32]) -> V
     }
     let _ = wide;
     block_body::<false>(buf, raw, r, v)
-}
-
-/// Whether the AVX-512 builds of the row loops can run here.
-pub(super) fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// Reads `m` once for per-row sums against the `reference` mean and the
