@@ -22,8 +22,7 @@ use rayon::prelude::*;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
-use super::kernel::{Bf16, Row, axpy, dot1, dot3, prefetch};
-use super::pass::has_avx512;
+use super::kernel::{Bf16, Row, axpy, dot1, dot3, has_avx512, prefetch};
 
 /// Rows sampled (in evenly spaced runs) for the component.
 pub(crate) const SAMPLE_ROWS: usize = 4096;
@@ -256,7 +255,8 @@ mod tests {
         let along = (c.v[0] * 0.6 + c.v[1] * 0.8).abs();
         assert!(along > 0.9999, "{:?}", c.v);
         assert_eq!(c.rows, rows);
-        assert!(c.iterations <= 10, "{} iterations", c.iterations);
+        // Converged, not stopped at the cap.
+        assert!(c.iterations < MAX_ITERATIONS, "{} iterations", c.iterations);
     }
 
     #[test]

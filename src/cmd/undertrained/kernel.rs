@@ -2,7 +2,7 @@
 //! `acc += y·r` over a row of f32 values or of BF16 bytes read in place
 //! (decoded in registers a step at a time), with or without fused
 //! multiply-adds, written so the compiler vectorises them; and prefetching
-//! of the rows ahead.
+//! of the rows ahead; and whether their AVX-512 builds can run.
 
 /// `x * y + acc`, fused when `FMA` (only in builds for CPUs that have
 /// it: elsewhere `mul_add` is a slow library call).
@@ -120,6 +120,14 @@ pub(super) fn axpy<const FMA: bool>(acc: &mut [f32], y: f32, r: impl Row) {
     for (j, a) in acc.iter_mut().enumerate().skip(whole) {
         *a = madd::<FMA>(y, r.at(j), *a);
     }
+}
+
+/// Whether the AVX-512 builds of the row loops can run here.
+pub(super) fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Rows ahead whose bytes are asked of memory before they are needed.

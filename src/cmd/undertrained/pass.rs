@@ -22,7 +22,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
 
-use super::kernel::{Bf16, PREFETCH_ROWS, dot3, prefetch};
+use super::kernel::{Bf16, PREFETCH_ROWS, dot3, has_avx512, prefetch};
 
 /// Per-row sums from the pass over a matrix.
 #[derive(Debug, Default)]
@@ -62,18 +62,17 @@ impl Part {
 
 /// One block: `raw` holds whole BF16 rows, read in place (decoded in
 /// registers, so the decoding shares the wide instructions); other dtypes
-/// are already decoded in `p.buf`. Pushes the block's per-row sums, NaN
-/// for a row that is not finite.
+/// are already decoded in `buf`. The block's per-row sums, NaN for a row
+/// that is not finite.
 #[inline(always)]
 fn block_body<const FMA: bool>(
-    p: &mut Part,
-    first: usize,
+    buf: &[f32],
     raw: Option<&[u8]>,
     reference: &[f32],
     v: &[f32],
-) {
+) -> Vec<[f32; 3]> {
     let cols = reference.len();
-    let n = raw.map_or(p.buf.len(), |raw| raw.len() / 2) / cols;
+    let n = raw.map_or(buf.len(), |raw| raw.len() / 2) / cols;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let d = match raw {
@@ -82,11 +81,11 @@ fn block_body<const FMA: bool>(
                 prefetch(bytes(i + PREFETCH_ROWS));
                 dot3::<FMA>(Bf16(bytes(i).expect("whole rows")), reference, v)
             }
-            None => dot3::<FMA>(&p.buf[i * cols..(i + 1) * cols], reference, v),
+            None => dot3::<FMA>(&buf[i * cols..(i + 1) * cols], reference, v),
         };
         out.push(if d[0].is_finite() { d } else { [f32::NAN; 3] });
     }
-    p.blocks.push((first, out, false));
+    out
 }
 
 /// [`block_body`] compiled for AVX-512, with fused multiply-adds.
@@ -95,28 +94,20 @@ fn block_body<const FMA: bool>(
 /// The CPU must have AVX-512F (which implies FMA).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn block_avx512(p: &mut Part, first: usize, raw: Option<&[u8]>, r: &[f32], v: &[f32]) {
-    block_body::<true>(p, first, raw, r, v);
+unsafe fn block_avx512(buf: &[f32], raw: Option<&[u8]>, r: &[f32], v: &[f32]) -> Vec<[f32; 3]> {
+    block_body::<true>(buf, raw, r, v)
 }
 
 /// [`block_body`] on the widest instructions the CPU has: AVX-512 when
 /// `wide`, else the portable build.
-fn block(wide: bool, p: &mut Part, first: usize, raw: Option<&[u8]>, r: &[f32], v: &[f32]) {
+fn block(wide: bool, buf: &[f32], raw: Option<&[u8]>, r: &[f32], v: &[f32]) -> Vec<[f32; 3]> {
     #[cfg(target_arch = "x86_64")]
     if wide {
         // SAFETY: `wide` is only true when the CPU has AVX-512F (see `has_avx512`).
-        return unsafe { block_avx512(p, first, raw, r, v) };
+        return unsafe { block_avx512(buf, raw, r, v) };
     }
     let _ = wide;
-    block_body::<false>(p, first, raw, r, v);
-}
-
-/// Whether the AVX-512 builds of the row loops can run here.
-pub(super) fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    block_body::<false>(buf, raw, r, v)
 }
 
 /// Reads `m` once for per-row sums against the `reference` mean and the
@@ -127,51 +118,61 @@ pub(crate) fn sums(
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
-    let zeros = vec![0.0; m.cols()];
-    sums_with(has_avx512(), m, reference, pc.unwrap_or(&zeros), progress)
+    sums_with(has_avx512(), m, reference, pc, progress)
 }
 
 /// Fills in `dot_ref` of the `pending` rows of `rows` against `mean`,
 /// reading only those rows again.
 pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
     let (wide, zeros) = (has_avx512(), vec![0.0; m.cols()]);
-    let done: Vec<Block> = std::mem::take(&mut rows.pending)
+    let done: Vec<(usize, Vec<[f32; 3]>)> = std::mem::take(&mut rows.pending)
         .into_par_iter()
         .map(|range| {
-            let mut p = Part::default();
-            visit(
-                wide,
-                m,
-                &mut p,
-                range.start,
-                m.block_bytes(range),
-                mean,
-                &zeros,
-            );
-            p.blocks.pop().expect("one block")
+            let first = range.start;
+            let raw = m.block_bytes(range);
+            (
+                first,
+                visit(wide, m, &mut Vec::new(), first, raw, mean, &zeros),
+            )
         })
         .collect();
-    for (first, block, _) in done {
+    for (first, block) in done {
         for (i, d) in block.iter().enumerate() {
             rows.dot_ref[first + i] = d[1];
         }
     }
 }
 
-/// One block of whole rows, `raw` as stored.
-fn visit(wide: bool, m: &Matrix, p: &mut Part, first: usize, raw: &[u8], r: &[f32], v: &[f32]) {
+/// One block of whole rows, `raw` as stored (`buf` holds the decoded
+/// values of other dtypes than BF16): its per-row sums.
+fn visit(
+    wide: bool,
+    m: &Matrix,
+    buf: &mut Vec<f32>,
+    first: usize,
+    raw: &[u8],
+    r: &[f32],
+    v: &[f32],
+) -> Vec<[f32; 3]> {
     let bf16 = m.dtype() == Dtype::BF16;
     if !bf16 {
         let n = raw.len() / m.row_len_bytes();
-        p.buf.resize(n * m.cols(), 0.0);
-        m.block_into(first..first + n, &mut p.buf);
+        buf.resize(n * m.cols(), 0.0);
+        m.block_into(first..first + n, buf);
     }
-    block(wide, p, first, bf16.then_some(raw), r, v);
+    block(wide, buf, bf16.then_some(raw), r, v)
 }
 
 /// [`sums`] on the AVX-512 build or not, so tests can compare the two.
-fn sums_with(wide: bool, m: &Matrix, reference: &Mean, v: &[f32], progress: &Progress) -> RowSums {
+fn sums_with(
+    wide: bool,
+    m: &Matrix,
+    reference: &Mean,
+    pc: Option<&[f32]>,
+    progress: &Progress,
+) -> RowSums {
     let zeros = vec![0.0; m.cols()];
+    let v = pc.unwrap_or(&zeros);
     let mut part = search::scan(
         m,
         progress,
@@ -182,10 +183,8 @@ fn sums_with(wide: bool, m: &Matrix, reference: &Mean, v: &[f32], progress: &Pro
                 Some(None) => (&zeros, false),
                 Some(Some(mean)) => (mean, false),
             };
-            visit(wide, m, p, first, raw, r, v);
-            if let Some(b) = p.blocks.last_mut() {
-                b.2 = pending;
-            }
+            let sums = visit(wide, m, &mut p.buf, first, raw, r, v);
+            p.blocks.push((first, sums, pending));
         },
         Part::merge,
     );
@@ -240,13 +239,13 @@ mod tests {
         let reference: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
         let reference = OnceLock::from(Some(reference));
-        let portable = sums_with(false, &m, &reference, &v, &Progress::hidden());
+        let portable = sums_with(false, &m, &reference, Some(&v), &Progress::hidden());
         let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
         assert!((portable.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
         if !has_avx512() {
             return;
         }
-        let wide = sums_with(true, &m, &reference, &v, &Progress::hidden());
+        let wide = sums_with(true, &m, &reference, Some(&v), &Progress::hidden());
         let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * a.abs().max(1.0);
         for (x, y) in [
             (&portable.sq, &wide.sq),

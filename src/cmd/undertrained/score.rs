@@ -48,18 +48,16 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
     if finite.is_empty() {
         return vec![f64::NAN; values.len()];
     }
-    let transform: Box<dyn Fn(f64) -> f64> = match dir {
-        Direction::High => Box::new(|x| x),
-        Direction::LowLog => {
-            let mut positive: Vec<f64> = finite.iter().copied().filter(|&x| x > 0.0).collect();
-            let floor = if positive.is_empty() {
-                1e-30
-            } else {
-                median(&mut positive) * 1e-3
-            };
-            Box::new(move |x: f64| -(x.max(floor)).ln())
+    // On the log scale, the value a zero (or less) counts as.
+    let floor = (dir == Direction::LowLog).then(|| {
+        let mut positive: Vec<f64> = finite.iter().copied().filter(|&x| x > 0.0).collect();
+        if positive.is_empty() {
+            1e-30
+        } else {
+            median(&mut positive) * 1e-3
         }
-    };
+    });
+    let transform = |x: f64| floor.map_or(x, |floor| -(x.max(floor)).ln());
     finite.iter_mut().for_each(|x| *x = transform(*x));
     let med = median(&mut finite);
     let mut dev: Vec<f64> = finite.iter().map(|x| (x - med).abs()).collect();
