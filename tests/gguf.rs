@@ -216,6 +216,7 @@ fn lookup_dequantizes_rows_like_candle() {
             &last,
         ]);
         let got = v["rows"].as_array().unwrap();
+        assert_eq!(got.len(), 3, "{rel}: one row per --id");
         for (row, id) in got.iter().zip([0, 123, rows - 1]) {
             assert_eq!(values(row), want[id], "{rel} row {id}");
         }

@@ -25,6 +25,8 @@ use crate::{Error, Result};
 const MAGIC: &[u8; 4] = b"GGUF";
 /// Alignment of tensor data when `general.alignment` is absent.
 const DEFAULT_ALIGNMENT: u64 = 32;
+/// Largest `general.alignment` accepted (1 MiB).
+const MAX_ALIGNMENT: u64 = 1 << 20;
 /// Deepest nesting of arrays accepted (candle's own cap).
 const MAX_DEPTH: usize = 64;
 /// Most memory the parsed metadata may take (values at 32 bytes each plus
@@ -246,10 +248,10 @@ fn guard(file: &[u8]) -> std::result::Result<Pre, String> {
     }
     let alignment = match walk.alignment {
         None => DEFAULT_ALIGNMENT,
-        Some(a) if a > 0 && a.is_multiple_of(8) && a <= 1 << 20 => a,
+        Some(a) if a > 0 && a % 8 == 0 && a as u64 <= MAX_ALIGNMENT => a as u64,
         Some(a) => {
             return Err(format!(
-                "`general.alignment` is {a}, expected a multiple of 8 (32 by default)"
+                "`general.alignment` is {a}, expected a multiple of 8 from 8 to {MAX_ALIGNMENT} (32 by default)"
             ));
         }
     };
@@ -293,16 +295,19 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// The next `N` bytes, for `from_le_bytes`.
+    fn le<const N: usize>(&mut self) -> std::result::Result<[u8; N], String> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N as u64)?);
+        Ok(a)
+    }
+
     fn u32(&mut self) -> std::result::Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        Ok(u32::from_le_bytes(self.le()?))
     }
 
     fn u64(&mut self) -> std::result::Result<u64, String> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
+        Ok(u64::from_le_bytes(self.le()?))
     }
 
     fn string(&mut self) -> std::result::Result<&'a [u8], String> {
@@ -311,20 +316,19 @@ impl<'a> Reader<'a> {
             .map_err(|e| format!("string of {n} bytes: {e}"))
     }
 
-    /// An unsigned or signed integer value of GGUF type `ty`, as candle
-    /// reads `general.alignment` (negative values count as absent there;
-    /// here they are rejected as 0).
-    fn integer(&mut self, ty: u32) -> std::result::Result<u64, String> {
-        let b = self.take(scalar_size(ty).ok_or("expected an integer")?)?;
-        let mut a = [0u8; 8];
-        a[..b.len()].copy_from_slice(b);
-        let v = u64::from_le_bytes(a);
-        let signed_negative = matches!(ty, 1 | 3 | 5) && b[b.len() - 1] & 0x80 != 0;
-        match ty {
-            0..=5 if !signed_negative => Ok(v),
-            0..=5 => Ok(0),
-            _ => Err("expected an integer of at most 32 bits".into()),
-        }
+    /// An integer value of GGUF type `ty`, of the types candle reads
+    /// `general.alignment` from (8 to 32 bits, signed or not; candle takes
+    /// a negative one as absent, the caller rejects it).
+    fn integer(&mut self, ty: u32) -> std::result::Result<i64, String> {
+        Ok(match ty {
+            0 => u8::from_le_bytes(self.le()?).into(),
+            1 => i8::from_le_bytes(self.le()?).into(),
+            2 => u16::from_le_bytes(self.le()?).into(),
+            3 => i16::from_le_bytes(self.le()?).into(),
+            4 => u32::from_le_bytes(self.le()?).into(),
+            5 => i32::from_le_bytes(self.le()?).into(),
+            _ => return Err("expected an integer of at most 32 bits".into()),
+        })
     }
 }
 
@@ -342,7 +346,7 @@ fn scalar_size(ty: u32) -> Option<u64> {
 /// The state of the metadata walk.
 struct Walk {
     memory: u64,
-    alignment: Option<u64>,
+    alignment: Option<i64>,
 }
 
 impl Walk {
@@ -402,4 +406,50 @@ impl Walk {
 fn one_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or("").trim();
     line.trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header with no tensors and `general.alignment` of GGUF type `ty`
+    /// stored as `value`.
+    fn with_alignment(ty: u32, value: &[u8]) -> Vec<u8> {
+        let key = b"general.alignment";
+        let mut f = b"GGUF".to_vec();
+        f.extend(3u32.to_le_bytes());
+        f.extend(0u64.to_le_bytes());
+        f.extend(1u64.to_le_bytes());
+        f.extend((key.len() as u64).to_le_bytes());
+        f.extend(key);
+        f.extend(ty.to_le_bytes());
+        f.extend(value);
+        f
+    }
+
+    #[test]
+    fn alignment_is_checked_with_its_value_and_range() {
+        let ok = guard(&with_alignment(2, &64u16.to_le_bytes())).unwrap();
+        assert_eq!(ok.alignment, 64);
+        for (ty, value, shown) in [
+            (5, (-8i32).to_le_bytes().to_vec(), "-8"),
+            (4, (1u32 << 21).to_le_bytes().to_vec(), "2097152"),
+            (0, vec![12], "12"),
+        ] {
+            let err = guard(&with_alignment(ty, &value)).err().unwrap();
+            assert_eq!(
+                err,
+                format!(
+                    "`general.alignment` is {shown}, expected a multiple of 8 from 8 to 1048576 (32 by default)"
+                )
+            );
+        }
+        let err = guard(&with_alignment(6, &1f32.to_le_bytes()))
+            .err()
+            .unwrap();
+        assert_eq!(
+            err,
+            "metadata `general.alignment`: expected an integer of at most 32 bits"
+        );
+    }
 }

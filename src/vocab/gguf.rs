@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use candle_core::quantized::gguf_file::Value;
 
-use super::gguf_tokenizer::pre_adds_bos;
+use super::gguf_tokenizer::is_llama3;
 use super::readable::TokenStyle;
 use super::{AddedToken, Entry, SpecialDecl, Vocab, parse};
 use crate::error::{Error, Result};
@@ -330,7 +330,7 @@ impl Vocab {
             "llama" => (true, false, false, true),
             "bert" => (true, false, true, false),
             "t5" => (false, true, false, true),
-            "gpt2" => (pre.is_some_and(pre_adds_bos), false, false, false),
+            "gpt2" => (pre.is_some_and(is_llama3), false, false, false),
             _ => (false, false, false, false),
         };
         let flag = |key: &str, default: bool| -> Result<bool> {

@@ -36,10 +36,17 @@ fn types(codes: &[i32]) -> Value {
     Value::Array(codes.iter().map(|&c| Value::I32(c)).collect())
 }
 
-/// The ids of `text` as the tokenizer.json in `dir` encodes it.
-fn reference(dir: &Path, text: &str) -> Vec<u32> {
-    let tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
-    tokenizer.encode(text, true).unwrap().get_ids().to_vec()
+/// Asserts that `vocab` encodes each of `texts` (with special tokens) as
+/// the tokenizer.json in `dir` does.
+fn assert_encodes_like_reference(vocab: &Vocab, dir: &Path, texts: &[&str]) {
+    let reference = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
+    for text in texts {
+        assert_eq!(
+            vocab.encode(text, true).unwrap(),
+            reference.encode(*text, true).unwrap().get_ids(),
+            "{text:?}"
+        );
+    }
 }
 
 /// A GPT-2 vocabulary: the 256 byte symbols, then words reachable through
@@ -118,18 +125,16 @@ fn gpt2_encodes_with_merges_like_tokenizer_json() {
     ];
     tf::write_byte_level_bpe_with_bos(dir.path(), &tokens, &merges, &added, "<|begin_of_text|>")
         .unwrap();
-    for text in [
-        "hello world",
-        "hello  world\n\nworld's 1234 héllo!",
-        "<|end_of_text|>hello",
-        "  leading and trailing  ",
-    ] {
-        assert_eq!(
-            vocab.encode(text, true).unwrap(),
-            reference(dir.path(), text),
-            "{text:?}"
-        );
-    }
+    assert_encodes_like_reference(
+        &vocab,
+        dir.path(),
+        &[
+            "hello world",
+            "hello  world\n\nworld's 1234 héllo!",
+            "<|end_of_text|>hello",
+            "  leading and trailing  ",
+        ],
+    );
 }
 
 #[test]
@@ -252,13 +257,11 @@ fn llama_encodes_with_space_marker_and_byte_fallback() {
     // llama.cpp prepends a space even to text starting with one (the
     // Metaspace of the file does not), so those texts are left out.
     assert_eq!(vocab.encode(" Paris", false).unwrap(), vec![259, paris]);
-    for text in ["Paris", "Paris is Paris\n", "Paris  Par is\tPa  ", "Pé ris"] {
-        assert_eq!(
-            vocab.encode(text, true).unwrap(),
-            reference(dir.path(), text),
-            "{text:?}"
-        );
-    }
+    assert_encodes_like_reference(
+        &vocab,
+        dir.path(),
+        &["Paris", "Paris is Paris\n", "Paris  Par is\tPa  ", "Pé ris"],
+    );
 }
 
 #[test]
@@ -352,13 +355,11 @@ fn bert_reads_as_wordpiece_and_encodes_like_tokenizer_json() {
 
     let dir = tempfile::tempdir().unwrap();
     tf::write_wordpiece(dir.path(), &["paris", "king", "##ing", "play", "the"], &[]).unwrap();
-    for text in ["Playing the King", "PARIS, the king!", "xyz kinging"] {
-        assert_eq!(
-            vocab.encode(text, true).unwrap(),
-            reference(dir.path(), text),
-            "{text:?}"
-        );
-    }
+    assert_encodes_like_reference(
+        &vocab,
+        dir.path(),
+        &["Playing the King", "PARIS, the king!", "xyz kinging"],
+    );
 }
 
 #[test]

@@ -47,7 +47,7 @@ const LLAMA3_NAMES: [&str; 4] = ["llama3", "llama-v3", "llama-bpe", "falcon3"];
 /// (DeepSeek's, Tekken's, BLOOM's, ...).
 fn pre_regexes(pre: Option<&str>) -> Option<&'static [&'static str]> {
     Some(match pre {
-        Some(p) if LLAMA3_NAMES.contains(&p) => &[LLAMA3],
+        Some(p) if is_llama3(p) => &[LLAMA3],
         Some("dbrx" | "smaug-bpe") => &[LLAMA3],
         Some("qwen2" | "stablelm2" | "megrez") => &[QWEN2],
         Some(
@@ -66,9 +66,10 @@ fn pre_regexes(pre: Option<&str>) -> Option<&'static [&'static str]> {
     })
 }
 
-/// Whether llama.cpp starts an encoding with bos for this pre-tokenizer
-/// when `tokenizer.ggml.add_bos_token` is absent.
-pub(crate) fn pre_adds_bos(pre: &str) -> bool {
+/// Whether `pre` names a pre-tokenizer of the Llama 3 family, which
+/// llama.cpp encodes with `ignore_merges` and, when
+/// `tokenizer.ggml.add_bos_token` is absent, starts with bos.
+pub(crate) fn is_llama3(pre: &str) -> bool {
     LLAMA3_NAMES.contains(&pre)
 }
 
@@ -95,10 +96,7 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
                 .filter_map(|m| m.split_once(' '))
                 .map(|(l, r)| (l.to_string(), r.to_string()))
                 .collect();
-            let ignore_merges = recipe
-                .pre
-                .as_deref()
-                .is_some_and(|p| LLAMA3_NAMES.contains(&p));
+            let ignore_merges = recipe.pre.as_deref().is_some_and(is_llama3);
             let model = BPE::builder()
                 .vocab_and_merges(vocab_map(vocab, |_| true), merges)
                 .ignore_merges(ignore_merges)
