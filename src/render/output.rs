@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use clap::ValueEnum;
+
 use crate::cli::Format;
 use crate::{Error, Result};
 
@@ -47,14 +49,12 @@ fn implied_by(path: &Path) -> Option<Format> {
     }
 }
 
-/// The `--format` value naming `f`.
-fn name(f: Format) -> &'static str {
-    match f {
-        Format::Table => "table",
-        Format::Json => "json",
-        Format::Csv => "csv",
-        Format::Npy => "npy",
-    }
+/// The `--format` value naming `f`, as clap parses it.
+fn name(f: Format) -> String {
+    f.to_possible_value()
+        .expect("every Format is a --format value")
+        .get_name()
+        .to_string()
 }
 
 #[cfg(test)]
