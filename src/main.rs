@@ -142,11 +142,9 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), args.matrix, &query)?;
     let bytes = match format {
         Format::Npy => {
-            let path = out.ok_or_else(|| {
-                embscope::Error::BadInput(
-                    "--format npy writes binary: give a file with -o FILE".into(),
-                )
-            })?;
+            let Some(path) = out else {
+                unreachable!("lookup_format refuses npy without -o");
+            };
             render::lookup::lookup_npy(&report, path)?;
             return Ok(());
         }

@@ -11,9 +11,14 @@ use crate::{Error, Result};
 
 /// The format for `lookup`: `--format` or `--json` when given, else the
 /// one the `-o` extension names (`.json`, `.csv`, `.npy`), else a table.
-/// `--json` with another `--format`, or a format other than the one the
-/// extension names, is an error.
+/// `--json` with another `--format`, a format other than the one the
+/// extension names, or `--format npy` without `-o`, is an error.
 pub fn lookup_format(json: bool, format: Option<Format>, output: Option<&Path>) -> Result<Format> {
+    if format == Some(Format::Npy) && output.is_none() {
+        return Err(Error::BadInput(
+            "--format npy writes binary: give a file with -o FILE".into(),
+        ));
+    }
     let implied = output.and_then(|p| Some((p, implied_by(p)?)));
     let asked = match (json, format) {
         (true, Some(f)) if f != Format::Json => {
@@ -100,5 +105,7 @@ mod tests {
         );
         assert!(pick(true, None, Some("x.csv")).is_err());
         assert!(pick(false, Some(Table), Some("x.json")).is_err());
+        let e = pick(false, Some(Npy), None).unwrap_err().to_string();
+        assert_eq!(e, "--format npy writes binary: give a file with -o FILE");
     }
 }
