@@ -160,12 +160,11 @@ impl Vocab {
                 out.push((id, raw.to_string()));
             }
         };
+        // `cased` holds the lower-case form already: no `cased_forms` here.
         for form in &cased {
-            for f in self.cased_forms(form) {
-                for raw in std::iter::once(self.spaced(&f)).chain(self.exact(&f)) {
-                    if let Some(id) = self.id(&raw) {
-                        push(&mut out, id, &raw);
-                    }
+            for raw in std::iter::once(self.spaced(form)).chain(self.exact(form)) {
+                if let Some(id) = self.id(&raw) {
+                    push(&mut out, id, &raw);
                 }
             }
         }
