@@ -120,6 +120,9 @@ fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
 
 fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     use embscope::cmd::lookup::Query;
+    // Contradicting output flags are a usage error before any file is read.
+    let out = args.output.as_deref();
+    let format = render::output::lookup_format(cli.global.json, args.format, out)?;
     let (ckpt, roles) = open(&args.model, cli)?;
     let query = if let Some(text) = &args.text {
         Query::Text {
@@ -131,8 +134,6 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     } else {
         Query::Ids(args.id.clone())
     };
-    let out = args.output.as_deref();
-    let format = render::output::lookup_format(cli.global.json, args.format, out)?;
     // Rows by id into a .npy file carry no token strings: no tokenizer needed.
     let vocab = match (&query, format) {
         (Query::Ids(_), Format::Npy) => None,
@@ -141,11 +142,9 @@ fn lookup(cli: &Cli, args: &LookupArgs) -> Result<(), Stop> {
     let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), args.matrix, &query)?;
     let bytes = match format {
         Format::Npy => {
-            let path = out.ok_or_else(|| {
-                embscope::Error::BadInput(
-                    "--format npy writes binary: give a file with -o FILE".into(),
-                )
-            })?;
+            let Some(path) = out else {
+                unreachable!("lookup_format refuses npy without -o");
+            };
             render::lookup::lookup_npy(&report, path)?;
             return Ok(());
         }

@@ -32,6 +32,19 @@ fn lookup_output_flags_that_contradict_are_usage_errors() {
     ] {
         fails(&args, "contradict each other");
     }
+    // Before the model is looked for.
+    fails(
+        &[
+            "--json",
+            "lookup",
+            "no/such-model",
+            "--id",
+            "1",
+            "--format",
+            "csv",
+        ],
+        "contradict each other",
+    );
     let err = fails(
         &[
             "lookup",

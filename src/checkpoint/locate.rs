@@ -141,8 +141,11 @@ fn from_file(file: &Path) -> Result<Sources> {
         })
     } else if name.ends_with(".safetensors") || is_gguf(file) {
         // A shard alone lacks the tensors of the other shards: open the
-        // checkpoint its index describes.
-        if let Some(index) = index_naming(&dir, name) {
+        // checkpoint its index describes (a GGUF file is whole, and no
+        // safetensors index names one).
+        if !is_gguf(file)
+            && let Some(index) = index_naming(&dir, name)
+        {
             let index_name = index.file_name().and_then(|n| n.to_str()).unwrap_or("");
             let note = format!("{name} is a shard of {index_name}; opening the whole checkpoint");
             return Ok(Sources {

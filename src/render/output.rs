@@ -4,14 +4,21 @@
 
 use std::path::Path;
 
+use clap::ValueEnum;
+
 use crate::cli::Format;
 use crate::{Error, Result};
 
 /// The format for `lookup`: `--format` or `--json` when given, else the
 /// one the `-o` extension names (`.json`, `.csv`, `.npy`), else a table.
-/// `--json` with another `--format`, or a format other than the one the
-/// extension names, is an error.
+/// `--json` with another `--format`, a format other than the one the
+/// extension names, or `--format npy` without `-o`, is an error.
 pub fn lookup_format(json: bool, format: Option<Format>, output: Option<&Path>) -> Result<Format> {
+    if format == Some(Format::Npy) && output.is_none() {
+        return Err(Error::BadInput(
+            "--format npy writes binary: give a file with -o FILE".into(),
+        ));
+    }
     let implied = output.and_then(|p| Some((p, implied_by(p)?)));
     let asked = match (json, format) {
         (true, Some(f)) if f != Format::Json => {
@@ -47,14 +54,12 @@ fn implied_by(path: &Path) -> Option<Format> {
     }
 }
 
-/// The `--format` value naming `f`.
-fn name(f: Format) -> &'static str {
-    match f {
-        Format::Table => "table",
-        Format::Json => "json",
-        Format::Csv => "csv",
-        Format::Npy => "npy",
-    }
+/// The `--format` value naming `f`, as clap parses it.
+fn name(f: Format) -> String {
+    f.to_possible_value()
+        .expect("every Format is a --format value")
+        .get_name()
+        .to_string()
 }
 
 #[cfg(test)]
@@ -100,5 +105,7 @@ mod tests {
         );
         assert!(pick(true, None, Some("x.csv")).is_err());
         assert!(pick(false, Some(Table), Some("x.json")).is_err());
+        let e = pick(false, Some(Npy), None).unwrap_err().to_string();
+        assert_eq!(e, "--format npy writes binary: give a file with -o FILE");
     }
 }

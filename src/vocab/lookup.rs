@@ -18,6 +18,17 @@ pub struct WordMatch {
     pub piece: Option<(u32, String)>,
 }
 
+impl WordMatch {
+    /// An entry with no other one passed over for it.
+    fn alone((id, raw): (u32, String)) -> Self {
+        WordMatch {
+            id,
+            raw,
+            piece: None,
+        }
+    }
+}
+
 impl Vocab {
     /// The word as typed and, when the tokenizer lowercases its input, in
     /// lower case.
@@ -105,41 +116,27 @@ impl Vocab {
         if let Some(exact) = word.strip_prefix('=').filter(|e| !e.is_empty()) {
             let id = self.entry_id(exact)?;
             let raw = self.token(id).unwrap_or(exact).to_string();
-            return Some(WordMatch {
-                id,
-                raw,
-                piece: None,
-            });
+            return Some(WordMatch::alone((id, raw)));
         }
         let forms = self.cased_forms(word);
         if word.starts_with(' ') {
             let candidates = forms.iter().map(|f| self.spaced(f)).collect();
-            return self.first_entry(candidates).map(|(id, raw)| WordMatch {
-                id,
-                raw,
-                piece: None,
-            });
+            return self.first_entry(candidates).map(WordMatch::alone);
         }
         forms.iter().find_map(|form| {
             let exact = self.first_entry(self.exact(form));
-            if !self.marks_space() {
-                return exact.map(|(id, raw)| WordMatch {
-                    id,
-                    raw,
-                    piece: None,
-                });
-            }
-            match self.first_entry(vec![self.spaced(form)]) {
+            let spaced = if self.marks_space() {
+                self.first_entry(vec![self.spaced(form)])
+            } else {
+                None
+            };
+            match spaced {
                 Some((id, raw)) => Some(WordMatch {
                     id,
                     raw,
                     piece: exact.filter(|(piece, _)| *piece != id),
                 }),
-                None => exact.map(|(id, raw)| WordMatch {
-                    id,
-                    raw,
-                    piece: None,
-                }),
+                None => exact.map(WordMatch::alone),
             }
         })
     }
@@ -163,12 +160,11 @@ impl Vocab {
                 out.push((id, raw.to_string()));
             }
         };
+        // `cased` holds the lower-case form already: no `cased_forms` here.
         for form in &cased {
-            for f in self.cased_forms(form) {
-                for raw in std::iter::once(self.spaced(&f)).chain(self.exact(&f)) {
-                    if let Some(id) = self.id(&raw) {
-                        push(&mut out, id, &raw);
-                    }
+            for raw in std::iter::once(self.spaced(form)).chain(self.exact(form)) {
+                if let Some(id) = self.id(&raw) {
+                    push(&mut out, id, &raw);
                 }
             }
         }
