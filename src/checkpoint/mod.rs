@@ -24,6 +24,7 @@ pub use config::ModelConfig;
 pub use locate::{HubSnapshot, Sources};
 
 use crate::dtype::Dtype;
+use crate::matrix::Matrix;
 use crate::{Error, Result};
 
 /// One mapped safetensors file.
@@ -211,6 +212,12 @@ impl Checkpoint {
     /// The stored bytes of a tensor (touches the mapped pages when read).
     pub fn bytes(&self, t: &TensorEntry) -> &[u8] {
         &self.shards[t.shard].map[t.range.clone()]
+    }
+
+    /// Tensor `t` as a matrix over its mapped bytes (its shape, dtype and
+    /// length checked by [`Matrix::new`]).
+    pub fn matrix<'a>(&'a self, t: &'a TensorEntry) -> Result<Matrix<'a>> {
+        Matrix::new(&t.name, self.bytes(t), t.dtype, &t.shape)
     }
 
     /// The file a tensor is stored in.

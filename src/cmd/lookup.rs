@@ -4,7 +4,6 @@
 use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
-use crate::matrix::Matrix;
 use crate::roles::{Roles, Which};
 use crate::vocab::Vocab;
 use crate::{Error, Result};
@@ -64,7 +63,7 @@ pub fn run(
     query: &Query,
 ) -> Result<LookupReport> {
     let t = roles.matrix(ckpt, which)?;
-    let m = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)?;
+    let m = ckpt.matrix(t)?;
     let ids = resolve(ckpt, vocab, query)?;
     let rows = ids
         .into_iter()

@@ -154,7 +154,7 @@ pub fn run(
         ));
     }
     let t = roles.matrix(ckpt, which)?;
-    let m = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)?;
+    let m = ckpt.matrix(t)?;
     let mut notes = Vec::new();
     let mut terms = Vec::with_capacity(req.queries.len());
     let mut vectors = Vec::with_capacity(req.queries.len());

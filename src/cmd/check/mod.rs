@@ -24,7 +24,6 @@ use serde_json::{Value, json};
 
 use crate::Result;
 use crate::checkpoint::{Checkpoint, TensorEntry};
-use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::Roles;
 use crate::vocab::{self, SpecialDecl, Vocab};
@@ -288,7 +287,9 @@ impl<'a> ValuePass<'a> {
     /// read of its own.
     pub fn set_vocab(&self, vocab: Option<&Vocab>) {
         self.reference.get_or_init(|| match self.embedding {
-            Some(t) => Matrix::new(&t.name, self.ckpt.bytes(t), t.dtype, &t.shape)
+            Some(t) => self
+                .ckpt
+                .matrix(t)
                 .map(|m| undertrained::Reference::resolve(&m, vocab))
                 .unwrap_or_default(),
             None => undertrained::Reference::default(),

@@ -202,7 +202,8 @@ pub(crate) fn pass<'a>(
         .into_iter()
         .map(|i| {
             let t = matrices[i];
-            let stats = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
+            let stats = ckpt
+                .matrix(t)
                 .map(|m| {
                     let stats = scan(&m, progress, is_embedding(t).then_some(reference));
                     (m, stats)

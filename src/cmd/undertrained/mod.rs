@@ -39,11 +39,11 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
+use crate::Error;
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
 use crate::roles::{Roles, Which};
 use crate::vocab::{TokenKind, Vocab};
-use crate::{Error, Result};
 use indicators::Indicators;
 use pass::RowSums;
 use plan::{Clock, Held, Matrices};
@@ -150,11 +150,6 @@ pub struct UndertrainedReport {
     pub stages: Vec<Stage>,
 }
 
-/// The matrix of `t` over the mapped bytes.
-fn matrix<'c>(ckpt: &'c Checkpoint, t: &'c crate::checkpoint::TensorEntry) -> Result<Matrix<'c>> {
-    Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape)
-}
-
 /// The `auto` reference rows of the embedding `m` (reserved placeholders
 /// and rows no token of `vocab` reaches; none without a vocabulary) and
 /// their mean (`None` when no reference row is finite), as [`run`] takes
@@ -221,8 +216,8 @@ fn analyse<E: From<Error> + Send>(
         Some(Which::Embed) => None,
         None => roles.matrix(ckpt, Which::Head).ok(),
     };
-    let embed = embed_t.map(|t| matrix(ckpt, t)).transpose()?;
-    let mut head = head_t.map(|t| matrix(ckpt, t)).transpose()?;
+    let embed = embed_t.map(|t| ckpt.matrix(t)).transpose()?;
+    let mut head = head_t.map(|t| ckpt.matrix(t)).transpose()?;
     let tied = matches!((embed_t, head_t), (Some(e), Some(h)) if e.name == h.name);
     let mut notes = Vec::new();
     if let (Some(e), Some(h)) = (&embed, &head)
