@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{embscope, fixture};
+use crate::common::{embscope, fixture, ids};
 
 /// The planted untrained rows of `fixtures/untrained`.
 const PLANTED: [u64; 5] = [180, 181, 182, 183, 338];
@@ -27,14 +27,6 @@ fn finding(model: &str) -> Option<Value> {
         .iter()
         .find(|f| f["code"] == "undertrained-candidates")
         .map(|f| f["evidence"].clone())
-}
-
-fn ids(list: &Value) -> Vec<u64> {
-    list.as_array()
-        .expect("a list")
-        .iter()
-        .map(|c| c["id"].as_u64().expect("id"))
-        .collect()
 }
 
 /// Asserts that check's finding on `model` says what `undertrained` says,

@@ -3,19 +3,8 @@
 //! word queries and analogies on quantized matrices, and `check`'s
 //! placeholder finding for `unused` token types.
 
-use serde_json::Value;
-
-use crate::common::{fixture, json};
+use crate::common::{fixture, ids, json};
 use crate::regenerate::gguf as gguf_gen;
-
-fn ids(v: &Value) -> Vec<u64> {
-    v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_u64().unwrap())
-        .collect()
-}
 
 /// (fixture, planted word rows of its vocabulary, tokenizer model, size).
 fn fixtures() -> Vec<(&'static str, Vec<usize>, &'static str, u64)> {
@@ -44,7 +33,7 @@ fn tokens_and_text_resolve_to_the_planted_rows() {
     // WORDS order: king 0, queen 1, man 2, woman 3, ..., Paris 6, France 7, Hello 17.
     for (rel, words, ..) in fixtures() {
         let v = json(&["lookup", &fixture(rel), "--token", " Paris"]);
-        assert_eq!(ids(&v), [words[6] as u64], "{rel}");
+        assert_eq!(ids(&v["rows"]), [words[6] as u64], "{rel}");
         assert_eq!(v["rows"][0]["token"], " Paris", "{rel}");
         // SentencePiece adds the leading `▁`; byte-level BPE needs the space.
         let text = if rel.contains("llama") {
@@ -53,7 +42,11 @@ fn tokens_and_text_resolve_to_the_planted_rows() {
             " Hello king"
         };
         let t = json(&["lookup", &fixture(rel), "--text", text]);
-        assert_eq!(ids(&t), [words[17] as u64, words[0] as u64], "{rel}");
+        assert_eq!(
+            ids(&t["rows"]),
+            [words[17] as u64, words[0] as u64],
+            "{rel}"
+        );
     }
     // The llama vocabulary adds BOS (`<s>`, id 1) when asked.
     let bos = json(&[
@@ -63,7 +56,7 @@ fn tokens_and_text_resolve_to_the_planted_rows() {
         "Hello king",
         "--add-special-tokens",
     ]);
-    assert_eq!(ids(&bos)[0], 1);
+    assert_eq!(ids(&bos["rows"])[0], 1);
     assert_eq!(bos["rows"][0]["token"], "<s>");
     // Byte tokens read as their character.
     let byte = json(&[

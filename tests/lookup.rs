@@ -1,6 +1,6 @@
 //! `lookup`: every dtype, every query form, every output format, bad input.
 
-use crate::common::{embscope, fails, fixture, json, text};
+use crate::common::{embscope, fails, fixture, ids, json, text};
 use crate::regenerate::checkpoints::{DTYPE_VALUES, planted_embedding};
 use crate::regenerate::vocab::HIDDEN;
 
@@ -81,20 +81,13 @@ fn token_rows_equal_the_generators_values() {
 
 #[test]
 fn text_rows_with_and_without_special_tokens() {
-    let ids = |v: serde_json::Value| -> Vec<u64> {
-        v["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_u64().unwrap())
-            .collect()
-    };
+    let row_ids = |v: serde_json::Value| ids(&v["rows"]);
     assert_eq!(
-        ids(json(&["lookup", &fixture("bert"), "--text", "The king"])),
+        row_ids(json(&["lookup", &fixture("bert"), "--text", "The king"])),
         [21, 5]
     );
     assert_eq!(
-        ids(json(&[
+        row_ids(json(&[
             "lookup",
             &fixture("bert"),
             "--text",
@@ -104,7 +97,7 @@ fn text_rows_with_and_without_special_tokens() {
         [2, 21, 5, 3]
     );
     assert_eq!(
-        ids(json(&[
+        row_ids(json(&[
             "lookup",
             &fixture("llama-sharded"),
             "--text",

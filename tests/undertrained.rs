@@ -7,21 +7,12 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, json, text};
+use crate::common::{embscope, fails, fixture, ids, json, text};
 
 /// The planted untrained rows: the bytes 0xF8..=0xFB and ` Hello`.
 const PLANTED: [u64; 5] = [180, 181, 182, 183, 338];
 /// The reference rows: four reserved tokens, then two rows past the tokenizer.
 const REFERENCE: [u64; 6] = [339, 340, 341, 342, 343, 344];
-
-fn ids(v: &Value) -> Vec<u64> {
-    v["candidates"]
-        .as_array()
-        .expect("candidates")
-        .iter()
-        .map(|c| c["id"].as_u64().expect("id"))
-        .collect()
-}
 
 fn candidate(v: &Value, id: u64) -> &Value {
     v["candidates"]
@@ -49,7 +40,7 @@ fn planted_rows_rank_first_by_every_indicator() {
             args.extend(["--matrix", m]);
         }
         let v = json(&args);
-        let ranked = ids(&v);
+        let ranked = ids(&v["candidates"]);
         assert_eq!(ranked.len(), 12, "{matrix:?}");
         let first: BTreeSet<u64> = ranked[..11].iter().copied().collect();
         assert_eq!(first, untrained(), "{matrix:?}: {ranked:?}");
@@ -157,7 +148,7 @@ fn explicit_reference_ids() {
     ]);
     assert_eq!(v["reference"]["source"], "ids");
     assert_eq!(v["reference"]["rows"], 5);
-    let first: BTreeSet<u64> = ids(&v).into_iter().collect();
+    let first: BTreeSet<u64> = ids(&v["candidates"]).into_iter().collect();
     assert_eq!(first, untrained());
     assert_eq!(candidate(&v, 180)["reference"], true);
     assert_eq!(candidate(&v, 339)["reference"], false);

@@ -110,3 +110,12 @@ pub fn cosine_top_k(rows: &[Vec<f64>], query: usize, k: usize) -> Vec<(u64, f64)
     scored.truncate(k);
     scored
 }
+
+/// The `id` of every object in a JSON list (rows, candidates, evidence ids).
+pub fn ids(list: &Value) -> Vec<u64> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|c| c["id"].as_u64().expect("id"))
+        .collect()
+}
