@@ -1,7 +1,8 @@
 //! Timings of a neighbour query on a quantized GGUF `token_embd`, next to
 //! the two costs it cannot avoid: a plain streaming read of the tensor's
 //! bytes, and their dequantization alone (into a per-thread f32 buffer of
-//! the size the search uses, summed, no arithmetic against queries). One
+//! the size the search uses; the first value of each block is kept so the
+//! work is not optimized away; no arithmetic against queries). One
 //! operation per process; `benches/gguf.sh` repeats and takes medians.
 //!
 //! ```text
@@ -25,10 +26,7 @@ use common::{read, rss_anon};
 const BLOCK_BYTES: usize = 256 * 1024;
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let args = common::args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (op, path, rest) = match args[..] {
         [op, path, ref rest @ ..] => (op, path, rest),
@@ -36,7 +34,7 @@ fn main() {
     };
     let ckpt = Checkpoint::open(path, "main").unwrap_or_else(|e| panic!("{e}"));
     let t = ckpt.tensor("token_embd.weight").expect("token_embd.weight");
-    let m = Matrix::new(&t.name, ckpt.bytes(t), t.dtype, &t.shape).expect("matrix");
+    let m = ckpt.matrix(t).expect("matrix");
     let start = Instant::now();
     let what = match (op, rest) {
         ("read", []) => format!("sum={}", read(m.bytes())),

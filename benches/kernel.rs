@@ -34,10 +34,7 @@ const ROWS: usize = 128_256;
 const COLS: usize = 4096;
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let args = common::args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args[..] {
         ["gen", path] => generate(path),

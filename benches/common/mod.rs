@@ -1,7 +1,17 @@
-//! What the benchmark binaries share: the plain streaming read every
-//! figure is measured against, and the process's anonymous memory.
+//! What the benchmark binaries share: their arguments, the plain
+//! streaming read every figure is measured against, and the process's
+//! anonymous memory.
 
 use rayon::prelude::*;
+
+/// The command-line arguments after the program name, without the
+/// `--bench` that `cargo bench` adds.
+pub fn args() -> Vec<String> {
+    std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect()
+}
 
 /// The plain streaming read: a wrapping sum of the bytes taken as 64-bit
 /// words, 1 MiB chunks on all cores.
