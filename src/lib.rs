@@ -11,6 +11,7 @@
 pub mod checkpoint;
 pub mod cli;
 pub mod cmd;
+mod cpu;
 pub mod dtype;
 pub mod error;
 pub mod matrix;

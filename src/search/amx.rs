@@ -40,7 +40,7 @@ pub(super) fn available() -> bool {
     *OK.get_or_init(|| {
         let leaf7 = std::arch::x86_64::__cpuid_count(7, 0);
         let cpu = leaf7.edx & (1 << 22) != 0 && leaf7.edx & (1 << 24) != 0;
-        cpu && !super::choose::masked("amx") && super::x86::has_avx512bf16() && request_permission()
+        cpu && !crate::cpu::masked("amx") && super::x86::has_avx512bf16() && request_permission()
     })
 }
 

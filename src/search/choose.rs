@@ -20,7 +20,6 @@
 //! they need it, and hiding `avx512bf16` the VNNI kernel, which refines with
 //! it), so a benchmark can time a machine without them.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -28,9 +27,6 @@ use serde::Serialize;
 use super::kernels::{Kernel, Queries, Scratch};
 use crate::matrix::Matrix;
 use crate::{Error, Result};
-
-/// The CPU features `EMBSCOPE_CPU_MASK` can hide.
-const FEATURES: [&str; 5] = ["avx2", "avx512", "avx512bf16", "amx", "avx512vnni"];
 
 /// Matrices smaller than this are not worth measuring: the widest
 /// contender runs.
@@ -50,36 +46,6 @@ pub struct KernelChoice {
     pub name: &'static str,
     /// Why: forced, the only contender, or the measured speeds.
     pub reason: String,
-}
-
-/// True when `EMBSCOPE_CPU_MASK` hides `feature` (one of [`FEATURES`]).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(super) fn masked(feature: &str) -> bool {
-    mask()
-        .as_ref()
-        .is_ok_and(|m| m.iter().any(|f| f == feature))
-}
-
-/// `EMBSCOPE_CPU_MASK`, parsed once per process.
-fn mask() -> &'static Result<Vec<String>, String> {
-    static MASK: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
-    MASK.get_or_init(|| {
-        let Some(value) = std::env::var_os("EMBSCOPE_CPU_MASK") else {
-            return Ok(Vec::new());
-        };
-        let value = value.to_string_lossy();
-        let mut hidden = Vec::new();
-        for f in value.split(',').map(str::trim).filter(|f| !f.is_empty()) {
-            if !FEATURES.contains(&f) {
-                return Err(format!(
-                    "EMBSCOPE_CPU_MASK={value}: `{f}` is not a feature it can hide (features: {})",
-                    FEATURES.join(", ")
-                ));
-            }
-            hidden.push(f.to_string());
-        }
-        Ok(hidden)
-    })
 }
 
 /// The kernel `EMBSCOPE_KERNEL` names, if set and not empty; an error if it
@@ -109,7 +75,9 @@ fn forced(available: &[Kernel], what: &str) -> Result<Option<Kernel>> {
 /// Every kernel this CPU runs for `m`, after `EMBSCOPE_CPU_MASK`; an error
 /// if the mask names an unknown feature.
 pub(super) fn available(m: &Matrix) -> Result<Vec<Kernel>> {
-    mask().as_ref().map_err(|e| Error::BadInput(e.clone()))?;
+    crate::cpu::mask()
+        .as_ref()
+        .map_err(|e| Error::BadInput(e.clone()))?;
     Ok(Kernel::available(m.dtype()))
 }
 

@@ -66,7 +66,7 @@ const QUERY_TILE: usize = 6;
 /// AVX512-VBMI for the quantization's byte shuffles and AVX-512 BF16 for
 /// the refinement (`EMBSCOPE_CPU_MASK=avx512vnni` hides it).
 pub(super) fn available() -> bool {
-    !super::choose::masked("avx512vnni")
+    !crate::cpu::masked("avx512vnni")
         && super::x86::has_avx512bf16()
         && is_x86_feature_detected!("avx512vnni")
         && is_x86_feature_detected!("avx512vbmi")

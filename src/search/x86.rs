@@ -1,6 +1,6 @@
 //! x86-64 SIMD kernels on f32 blocks: AVX-512F FMA and the portable code
 //! compiled for AVX2; and the CPU feature tests of every x86 kernel
-//! (`EMBSCOPE_CPU_MASK` can hide features, see `choose`).
+//! (`EMBSCOPE_CPU_MASK` can hide features, see `crate::cpu`).
 //!
 //! Each block is cut into register tiles of `R` rows × `Q` queries; a tile
 //! keeps `R * Q` (plus `R` norm) accumulators in registers while it walks the
@@ -17,16 +17,12 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::choose::masked;
+pub(super) use crate::cpu::has_avx512;
+use crate::cpu::masked;
 
 /// True when the CPU runs the AVX2 + FMA path.
 pub(super) fn has_avx2() -> bool {
     !masked("avx2") && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-}
-
-/// True when the CPU runs the AVX-512F path.
-pub(super) fn has_avx512() -> bool {
-    !masked("avx512") && is_x86_feature_detected!("avx512f")
 }
 
 /// True when the CPU runs the AVX-512 BF16 path.

@@ -88,7 +88,7 @@ pub(crate) fn summarize(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+        if crate::cpu::has_avx512() && is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has the features the function is compiled for
             // (checked just above).
             return unsafe { summarize_avx512(dtype, cols, raw, dotted, scratch, out) };

@@ -22,7 +22,8 @@ use rayon::prelude::*;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
-use super::kernel::{Bf16, Row, axpy, dot1, dot3, has_avx512, prefetch};
+use super::kernel::{Bf16, Row, axpy, dot1, dot3, prefetch};
+use crate::cpu::has_avx512;
 
 /// Rows sampled (in evenly spaced runs) for the component.
 pub(crate) const SAMPLE_ROWS: usize = 4096;

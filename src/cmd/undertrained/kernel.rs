@@ -122,14 +122,6 @@ pub(super) fn axpy<const FMA: bool>(acc: &mut [f32], y: f32, r: impl Row) {
     }
 }
 
-/// Whether the AVX-512 builds of the row loops can run here.
-pub(super) fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
 /// Rows ahead whose bytes are asked of memory before they are needed.
 pub(crate) const PREFETCH_ROWS: usize = 2;
 

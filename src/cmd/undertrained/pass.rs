@@ -22,7 +22,8 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
 
-use super::kernel::{Bf16, PREFETCH_ROWS, dot3, has_avx512, prefetch};
+use super::kernel::{Bf16, PREFETCH_ROWS, dot3, prefetch};
+use crate::cpu::has_avx512;
 
 /// Per-row sums from the pass over a matrix.
 #[derive(Debug, Default)]
