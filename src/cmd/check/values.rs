@@ -390,8 +390,10 @@ fn norm_findings(
 }
 
 /// The ids of reserved placeholder entries ([`crate::vocab::is_placeholder`]),
-/// T5's `<extra_id_0>` sentinels (unused until fine-tuning on span
-/// corruption), and GGUF tokens of type `unused`, ascending.
+/// T5's `<extra_id_0>` sentinels (reserved entries too, though T5's span
+/// corruption trains the first of them, which is why `undertrained` leaves
+/// them out of its reference set), and GGUF tokens of type `unused`,
+/// ascending.
 pub(crate) fn placeholders(vocab: &Vocab) -> Vec<u32> {
     (0..vocab.size() as u32)
         .filter(|&id| {
