@@ -255,7 +255,6 @@ fn analyse<E: From<Error> + Send>(
         .into_iter()
         .flatten()
         .collect();
-    clock.time("release pages", || release::release(ckpt, &read));
     let vocab = held.get().and_then(|v| v.as_deref());
     if reference.ids.is_empty() {
         notes.push(match (&req.reference, vocab) {
@@ -264,37 +263,28 @@ fn analyse<E: From<Error> + Send>(
         });
     }
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
-    let (indicators, scores, histogram) = clock.time("scores", || {
-        let (indicators, zs) = scored_indicators(&ind);
-        let scores = score::combine(&zs, rows);
-        let histogram = score::histogram(&scores, BINS);
-        (indicators, scores, histogram)
+    // The pages are let go on a thread of their own while the scores and
+    // the reachability test (mostly one thread) run.
+    let (ranked, reachable) = std::thread::scope(|s| {
+        s.spawn(|| clock.time("release pages", || release::release(ckpt, &read)));
+        let ranked = clock.time("scores", || rank(&ind, rows, req.top));
+        let reachable = match vocab.filter(|_| req.reachability) {
+            Some(v) => clock.time("reachability", || {
+                reach::reachable(v, &ranked.order, parsed.as_ref())
+            }),
+            None => Vec::new(),
+        };
+        (ranked, reachable)
     });
+    let Ranked {
+        indicators,
+        scores,
+        histogram,
+        order,
+        scored,
+        strong_ids,
+    } = ranked;
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
-    let strong_ids: Vec<u32> = (0..rows as u32)
-        .filter(|&i| scores[i as usize] >= STRONG)
-        .collect();
-    let mut order: Vec<u32> = (0..rows as u32)
-        .filter(|&i| scores[i as usize].is_finite())
-        .collect();
-    let scored = order.len();
-    let top = req.top.min(order.len());
-    let by_score = |a: &u32, b: &u32| {
-        scores[*b as usize]
-            .total_cmp(&scores[*a as usize])
-            .then(a.cmp(b))
-    };
-    if top > 0 && top < order.len() {
-        order.select_nth_unstable_by(top - 1, by_score);
-    }
-    order.truncate(top);
-    order.sort_by(by_score);
-    let reachable = match vocab.filter(|_| req.reachability) {
-        Some(v) => clock.time("reachability", || {
-            reach::reachable(v, &order, parsed.as_ref())
-        }),
-        None => Vec::new(),
-    };
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
     let candidates = order
         .iter()
@@ -341,6 +331,54 @@ fn analyse<E: From<Error> + Send>(
         notes,
         stages: clock.stages(),
     })
+}
+
+/// The rows in order of their combined score.
+struct Ranked {
+    /// Names of the indicators the score averages.
+    indicators: Vec<&'static str>,
+    /// Combined score of every row (NaN where there is none).
+    scores: Vec<f64>,
+    histogram: score::Histogram,
+    /// The `top` best-scored rows, best first, ties to the lower id.
+    order: Vec<u32>,
+    /// Rows with a finite score.
+    scored: usize,
+    /// Rows at or above [`STRONG`].
+    strong_ids: Vec<u32>,
+}
+
+/// Scores every row from `ind` and picks the `top` best.
+fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
+    let (indicators, zs) = scored_indicators(ind);
+    let scores = score::combine(&zs, rows);
+    let histogram = score::histogram(&scores, BINS);
+    let strong_ids: Vec<u32> = (0..rows as u32)
+        .filter(|&i| scores[i as usize] >= STRONG)
+        .collect();
+    let mut order: Vec<u32> = (0..rows as u32)
+        .filter(|&i| scores[i as usize].is_finite())
+        .collect();
+    let scored = order.len();
+    let top = top.min(order.len());
+    let by_score = |a: &u32, b: &u32| {
+        scores[*b as usize]
+            .total_cmp(&scores[*a as usize])
+            .then(a.cmp(b))
+    };
+    if top > 0 && top < order.len() {
+        order.select_nth_unstable_by(top - 1, by_score);
+    }
+    order.truncate(top);
+    order.sort_by(by_score);
+    Ranked {
+        indicators,
+        scores,
+        histogram,
+        order,
+        scored,
+        strong_ids,
+    }
 }
 
 /// A note when the head has reference rows but no cosine indicator.
