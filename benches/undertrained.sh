@@ -12,7 +12,8 @@
 # `cargo run --release --example gen-fixtures -- --llama3 DIR`). Each run is
 # a fresh process with a warm page cache; reads and commands alternate, so
 # a busy machine slows both alike. The table shows medians of the wall time
-# and the largest RssAnon seen (polled every 10 ms), for the default run
+# and the largest RssAnon seen (polled every 10 ms in one more run, not
+# timed), for the default run
 # (head and embedding), the same without the reachability test (which
 # parses tokenizer.json a second time), the head alone and the embedding
 # alone; then the load average, and the stages of one more default run as
@@ -37,10 +38,20 @@ cat "$MODEL"/*.safetensors >/dev/null # warm the page cache
 
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
-# Runs "$@", prints "wall_ms peak_rss_anon_kb".
+# Runs "$@", prints its wall time in ms. Nothing else runs meanwhile:
+# polling /proc while timing (an awk every 10 ms) slowed the command on 2
+# cores.
 timed() {
-    local start end peak=0 rss
+    local start end
     start=$(date +%s%N)
+    "$@" >/dev/null
+    end=$(date +%s%N)
+    echo "$(((end - start) / 1000000))"
+}
+
+# Runs "$@", prints the largest RssAnon seen (polled every 10 ms), in kB.
+peak_rss() {
+    local peak=0 rss
     "$@" >/dev/null &
     local pid=$!
     while kill -0 "$pid" 2>/dev/null; do
@@ -49,28 +60,28 @@ timed() {
         sleep 0.01
     done
     wait "$pid"
-    end=$(date +%s%N)
-    echo "$(((end - start) / 1000000)) $peak"
+    echo "$peak"
 }
 
 printf '%-22s %7s %9s %7s %11s %7s %12s\n' run passes median-ms read-ms budget-ms ratio rss-anon-kb
 # One row: "$1" is the binary, "$2" the label prefix, "$3" the mode.
 row() {
-    local bin=$1 label=$2 mode=$3 passes reads=() runs=() peaks=() ms peak
+    local bin=$1 label=$2 mode=$3 passes reads=() runs=() peak
     # shellcheck disable=SC2086 # $mode is zero, one or two words
     passes=$("$bin" --json -q undertrained "$MODEL" $mode --top 0 | grep -o '"passes": *[0-9]*' | grep -o '[0-9]*$')
     for _ in $(seq "$RUNS"); do
         reads+=("$("$KERNEL" read "$SHARD" lm_head.weight | sed 's/.* ms=\([0-9.]*\).*/\1/')")
         # shellcheck disable=SC2086
-        read -r ms peak < <(timed "$bin" -q --no-progress undertrained "$MODEL" $mode)
-        runs+=("$ms") peaks+=("$peak")
+        runs+=("$(timed "$bin" -q --no-progress undertrained "$MODEL" $mode)")
     done
+    # shellcheck disable=SC2086 # one more run, untimed, for the memory
+    peak=$(peak_rss "$bin" -q --no-progress undertrained "$MODEL" $mode)
     read_ms=$(printf '%s\n' "${reads[@]}" | median)
     run_ms=$(printf '%s\n' "${runs[@]}" | median)
     budget=$(awk -v r="$read_ms" -v p="$passes" 'BEGIN {printf "%.0f", r * (p + 1)}')
     printf '%-22s %7s %9s %7.0f %11s %7.2f %12s\n' "$label${mode:-default}" "$passes" "$run_ms" \
         "$read_ms" "$budget" "$(awk -v a="$run_ms" -v b="$budget" 'BEGIN {print a / b}')" \
-        "$(printf '%s\n' "${peaks[@]}" | sort -n | tail -1)"
+        "$peak"
 }
 
 for mode in "" "--no-reachable" "--matrix head" "--matrix embed"; do
