@@ -16,8 +16,9 @@ use crate::matrix::Matrix;
 pub(super) enum Kernel {
     /// Plain Rust, auto-vectorised for the compile target.
     Portable,
-    /// The portable code compiled for AVX2 (256-bit vectors; the adds stay
-    /// separate multiplies and adds, as Rust does not fuse `a + x * y`).
+    /// AVX2 + FMA tiles on the stored bytes of BF16 and F32 rows (see
+    /// `avx2`); other dtypes are converted to f32 and take the portable
+    /// code compiled for AVX2.
     #[cfg(target_arch = "x86_64")]
     Avx2,
     /// AVX-512F FMA on blocks converted to f32.
@@ -94,8 +95,10 @@ impl Kernel {
         let lanes = cols.div_ceil(16) + 6;
         match self {
             Kernel::Portable => lanes,
+            // BF16 and F32 rows read in place (see `avx2`), other dtypes
+            // converted first and summed as the portable code does.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => lanes,
+            Kernel::Avx2 => lanes.max(super::avx2::Layout::depth(cols)),
             // Dot-style tiles (as `lanes`), or panels: KC columns in order
             // per slice, then the slices' sums in order.
             #[cfg(target_arch = "x86_64")]
@@ -165,6 +168,9 @@ pub(super) struct Queries {
     /// The queries quantized for the VNNI kernel.
     #[cfg(target_arch = "x86_64")]
     vnni: Option<super::vnni::Prepared>,
+    /// The queries laid out for the AVX2 kernel on BF16 or F32 rows.
+    #[cfg(target_arch = "x86_64")]
+    avx2: Option<super::avx2::Layout>,
     /// The number of queries.
     nq: usize,
 }
@@ -202,6 +208,9 @@ impl Queries {
                 (bf16_bytes && vnni.is_none()).then(|| super::bf16::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES)
                 .then(|| super::x86::Transposed::new(&flat, cols));
+            let avx2 = (kernel == Kernel::Avx2)
+                .then(|| super::avx2::Layout::new(&flat, cols, dtype))
+                .flatten();
             Queries {
                 kernel,
                 #[cfg(target_os = "linux")]
@@ -213,6 +222,7 @@ impl Queries {
                 halves,
                 panels,
                 vnni,
+                avx2,
                 nq,
             }
         }
@@ -272,6 +282,10 @@ impl Queries {
         #[cfg(target_arch = "x86_64")]
         if let Some(v) = &self.vnni {
             return v.approximate(m, rows, &mut scratch.vnni, norms, dots);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(layout) = &self.avx2 {
+            return super::avx2::block(m.block_bytes(rows), layout, norms, dots);
         }
         let scratch = &mut scratch.f32;
         #[cfg(target_arch = "x86_64")]

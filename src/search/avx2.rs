@@ -1,0 +1,255 @@
+//! The AVX2 + FMA block arithmetic on the stored bytes of BF16 and F32
+//! matrices (the `avx2` kernel on CPUs without AVX-512): no converted copy
+//! of the block is written.
+//!
+//! A step is 16 columns. For BF16 one 32-byte load holds them, and its
+//! eight 32-bit lanes are decoded in registers: shifted left by 16 they
+//! are the even-indexed values, masked to their high halves the odd ones
+//! (a BF16 value is the high half of the f32 with the same bits, so both
+//! are exact). The queries are stored in that order: per step, the even
+//! values, then the odd ones. For F32 a step is two loads, and the queries
+//! stay in column order. Tiles of `R` rows × `Q` queries keep their sums in
+//! registers, each row decoded once for all the tile's queries; the
+//! columns past the last whole step are added one by one at the end.
+
+use std::arch::x86_64::*;
+use std::array::from_fn;
+
+use crate::dtype::Dtype;
+
+/// Columns per step.
+const STEP: usize = 16;
+
+/// Queries laid out for [`block`] (see the module docs).
+pub(super) struct Layout {
+    values: Vec<f32>,
+    dtype: Dtype,
+    cols: usize,
+}
+
+impl Layout {
+    /// `queries` (`cols` values each, back to back) laid out for rows of
+    /// `dtype`; `None` for dtypes the kernel does not read (they are
+    /// converted to f32 first) and for zero columns.
+    pub(super) fn new(queries: &[f32], cols: usize, dtype: Dtype) -> Option<Self> {
+        if cols == 0 || !matches!(dtype, Dtype::BF16 | Dtype::F32) {
+            return None;
+        }
+        let mut values = queries.to_vec();
+        if dtype == Dtype::BF16 {
+            for (query, out) in queries
+                .chunks_exact(cols)
+                .zip(values.chunks_exact_mut(cols))
+            {
+                let whole = cols / STEP * STEP;
+                for (step, o) in query[..whole]
+                    .chunks_exact(STEP)
+                    .zip(out[..whole].chunks_exact_mut(STEP))
+                {
+                    for l in 0..STEP / 2 {
+                        o[l] = step[2 * l];
+                        o[STEP / 2 + l] = step[2 * l + 1];
+                    }
+                }
+            }
+        }
+        Some(Layout {
+            values,
+            dtype,
+            cols,
+        })
+    }
+
+    /// The rounding depth of the sums (see `Kernel::depth`): a lane adds
+    /// two products per step, then 3 levels add the 8 lanes, then the
+    /// tail's products are added in turn.
+    pub(super) fn depth(cols: usize) -> usize {
+        2 * cols.div_ceil(STEP) + 3 + STEP + 1
+    }
+}
+
+/// Fills `dots[i * nq + q]` with query `q` · row `i` of `bytes` (whole rows
+/// of the layout's dtype and columns), and `norms[i]` when given with the
+/// row's squared norm.
+pub(super) fn block(
+    bytes: &[u8],
+    queries: &Layout,
+    mut norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    assert!(super::x86::has_avx2());
+    let cols = queries.cols;
+    let row_bytes = cols * queries.dtype.bits() as usize / 8;
+    assert!(bytes.len().is_multiple_of(row_bytes), "whole rows");
+    let rows = bytes.len() / row_bytes;
+    let nq = queries.values.len() / cols;
+    assert_eq!(dots.len(), rows * nq, "dots length");
+    if let Some(n) = norms.as_deref() {
+        assert_eq!(n.len(), rows, "norms length");
+    }
+    let bf16 = queries.dtype == Dtype::BF16;
+    let q = Tile {
+        bytes,
+        cols,
+        rows,
+        queries: &queries.values,
+        nq,
+    };
+    if nq == 0 {
+        if let Some(n) = norms {
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            unsafe { walk::<4, 0, true>(&q, bf16, 0, n, dots) };
+        }
+        return;
+    }
+    let mut q0 = 0;
+    while q0 < nq {
+        let qn = (nq - q0).min(4);
+        let n: &mut [f32] = match norms.as_deref_mut() {
+            Some(n) if q0 == 0 => n,
+            _ => &mut [],
+        };
+        // SAFETY: the CPU has AVX2 and FMA (checked above).
+        unsafe {
+            match (qn, n.is_empty()) {
+                (4, false) => walk::<2, 4, true>(&q, bf16, q0, n, dots),
+                (4, true) => walk::<2, 4, false>(&q, bf16, q0, n, dots),
+                (3, false) => walk::<2, 3, true>(&q, bf16, q0, n, dots),
+                (3, true) => walk::<2, 3, false>(&q, bf16, q0, n, dots),
+                (2, false) => walk::<4, 2, true>(&q, bf16, q0, n, dots),
+                (2, true) => walk::<4, 2, false>(&q, bf16, q0, n, dots),
+                (_, false) => walk::<4, 1, true>(&q, bf16, q0, n, dots),
+                (_, true) => walk::<4, 1, false>(&q, bf16, q0, n, dots),
+            }
+        }
+        q0 += qn;
+    }
+}
+
+/// A block and its queries.
+struct Tile<'a> {
+    bytes: &'a [u8],
+    cols: usize,
+    rows: usize,
+    queries: &'a [f32],
+    nq: usize,
+}
+
+/// All row tiles of the query tile `q0..q0 + Q`.
+#[target_feature(enable = "avx2,fma")]
+fn walk<const R: usize, const Q: usize, const NORMS: bool>(
+    t: &Tile,
+    bf16: bool,
+    q0: usize,
+    norms: &mut [f32],
+    dots: &mut [f32],
+) {
+    let mut r0 = 0;
+    while r0 + R <= t.rows {
+        if bf16 {
+            tile::<R, Q, NORMS, true>(t, r0, q0, norms, dots);
+        } else {
+            tile::<R, Q, NORMS, false>(t, r0, q0, norms, dots);
+        }
+        r0 += R;
+    }
+    for r in r0..t.rows {
+        if bf16 {
+            tile::<1, Q, NORMS, true>(t, r, q0, norms, dots);
+        } else {
+            tile::<1, Q, NORMS, false>(t, r, q0, norms, dots);
+        }
+    }
+}
+
+/// Value `j` of a row's bytes.
+#[inline(always)]
+fn value<const BF16: bool>(row: &[u8], j: usize) -> f32 {
+    if BF16 {
+        f32::from_bits(u32::from(u16::from_le_bytes([row[2 * j], row[2 * j + 1]])) << 16)
+    } else {
+        f32::from_le_bytes(row[4 * j..4 * j + 4].try_into().expect("4 bytes"))
+    }
+}
+
+/// The sum of the eight lanes of `v`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn reduce(v: __m256) -> f32 {
+    let four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+    let two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+    _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)))
+}
+
+/// One tile: rows `r0..r0 + R` × queries `q0..q0 + Q`.
+#[target_feature(enable = "avx2,fma")]
+fn tile<const R: usize, const Q: usize, const NORMS: bool, const BF16: bool>(
+    t: &Tile,
+    r0: usize,
+    q0: usize,
+    norms: &mut [f32],
+    dots: &mut [f32],
+) {
+    let cols = t.cols;
+    let row_bytes = if BF16 { 2 * cols } else { 4 * cols };
+    let whole = cols / STEP * STEP;
+    let rows: [&[u8]; R] = from_fn(|r| &t.bytes[(r0 + r) * row_bytes..(r0 + r + 1) * row_bytes]);
+    let qs: [&[f32]; Q] = from_fn(|q| &t.queries[(q0 + q) * cols..(q0 + q + 1) * cols]);
+    let high = _mm256_set1_epi32(0xFFFF_0000_u32 as i32);
+    let mut acc = [[_mm256_setzero_ps(); Q]; R];
+    let mut norm_acc = [_mm256_setzero_ps(); R];
+    let mut c = 0;
+    while c < whole {
+        // SAFETY: `c + STEP <= cols`, so the loads below read columns
+        // c..c + 16 of rows and queries that hold `cols` values each (the
+        // slices above are exactly one row or query long); loadu needs no
+        // alignment.
+        let x: [(__m256, __m256); R] = from_fn(|r| unsafe {
+            if BF16 {
+                let raw = _mm256_loadu_si256(rows[r].as_ptr().add(2 * c).cast());
+                (
+                    _mm256_castsi256_ps(_mm256_slli_epi32::<16>(raw)),
+                    _mm256_castsi256_ps(_mm256_and_si256(raw, high)),
+                )
+            } else {
+                let p = rows[r].as_ptr().add(4 * c).cast::<f32>();
+                (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)))
+            }
+        });
+        for q in 0..Q {
+            // SAFETY: as above.
+            let (ya, yb) = unsafe {
+                let p = qs[q].as_ptr().add(c);
+                (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)))
+            };
+            for r in 0..R {
+                acc[r][q] = _mm256_fmadd_ps(x[r].0, ya, acc[r][q]);
+                acc[r][q] = _mm256_fmadd_ps(x[r].1, yb, acc[r][q]);
+            }
+        }
+        if NORMS {
+            for r in 0..R {
+                norm_acc[r] = _mm256_fmadd_ps(x[r].0, x[r].0, norm_acc[r]);
+                norm_acc[r] = _mm256_fmadd_ps(x[r].1, x[r].1, norm_acc[r]);
+            }
+        }
+        c += STEP;
+    }
+    for r in 0..R {
+        for q in 0..Q {
+            let mut sum = reduce(acc[r][q]);
+            for (j, y) in qs[q].iter().enumerate().skip(whole) {
+                sum = value::<BF16>(rows[r], j).mul_add(*y, sum);
+            }
+            dots[(r0 + r) * t.nq + q0 + q] = sum;
+        }
+        if NORMS {
+            let mut sum = reduce(norm_acc[r]);
+            for j in whole..cols {
+                let x = value::<BF16>(rows[r], j);
+                sum = x.mul_add(x, sum);
+            }
+            norms[r0 + r] = sum;
+        }
+    }
+}
