@@ -40,7 +40,8 @@ pub struct Global {
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_progress: bool,
     /// Say on stderr how the work was done (`neighbors`: which search
-    /// kernel ran, and why).
+    /// kernel ran, and why; `undertrained`: when each stage ran, and how
+    /// long it took).
     #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub verbose: bool,
     /// When to colour text output; `auto` colours a terminal unless

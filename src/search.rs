@@ -21,6 +21,8 @@
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
 #[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
 mod bf16;
 mod choose;
 mod kernels;
