@@ -16,7 +16,9 @@ quartiles of wall time, then the derived figures:
 - 1 query against a plain all-cores read of the embedding (`kernel read`);
 - the cost of each extra query (64 queries against 1), with the default
   kernel, with AMX hidden (`EMBSCOPE_CPU_MASK=amx`) and with AVX512-VNNI
-  hidden (`EMBSCOPE_CPU_MASK=avx512vnni`, the paths before the int8 kernel);
+  hidden (`EMBSCOPE_CPU_MASK=avx512vnni`, the paths before the int8 kernel),
+  and with AVX-512 and AMX hidden (`EMBSCOPE_CPU_MASK=avx512,amx`: a CPU
+  with AVX2 only);
 - the default kernel against the best forced one (`EMBSCOPE_KERNEL=...`)
   at 1, 4, 16 and 64 queries (forced: the contenders `avx512`,
   `avx512bf16`, `amx`, `avx512vnni` this CPU has; `--all-kernels` adds `avx2` and
@@ -144,6 +146,9 @@ def main():
     for n in (1, 64):
         cmds.append((f"{n} q default, avx512vnni masked", nb(n),
                      {"EMBSCOPE_CPU_MASK": "avx512vnni"}))
+    for n in (1, 64):  # a CPU with AVX2 only (most laptops without AVX-512)
+        cmds.append((f"{n} q default, avx512 masked", nb(n),
+                     {"EMBSCOPE_CPU_MASK": "avx512,amx"}))
     cmds.append(("check, no tokenizer", [embscope, "--json", "check", notok, "--no-progress"], {}))
     cmds.append(("check, with tokenizer", [embscope, "--json", "check", args.dir, "--no-progress"], {}))
 
@@ -179,7 +184,9 @@ def main():
     print()
     print(f"- 1 query / read: {med['1 q default'] / read:.2f}× (goal ≤ 1.2×)")
     cores = os.cpu_count()
-    for tag in ("default", "default, amx masked", "default, avx512vnni masked"):
+    print(f"- 1 query / read, AVX2 only: {med['1 q default, avx512 masked'] / read:.2f}×")
+    for tag in ("default", "default, amx masked", "default, avx512vnni masked",
+                "default, avx512 masked"):
         extra = (med[f"64 q {tag}"] - med[f"1 q {tag}"]) / 63
         extra_cpu = (cpu_med[f"64 q {tag}"] - cpu_med[f"1 q {tag}"]) / 63 / cores
         print(f"- per extra query, {tag}: {extra:.2f} ms wall, {extra_cpu:.2f} ms of CPU time "
