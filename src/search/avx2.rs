@@ -1,14 +1,15 @@
-//! The AVX2 + FMA block arithmetic on the stored bytes of BF16 and F32
-//! matrices (the `avx2` kernel on CPUs without AVX-512): no converted copy
-//! of the block is written.
+//! The AVX2 + FMA block arithmetic on the stored bytes of BF16, F16 and
+//! F32 matrices (the `avx2` kernel on CPUs without AVX-512): no converted
+//! copy of the block is written.
 //!
 //! A step is 16 columns. For BF16 one 32-byte load holds them, and its
 //! eight 32-bit lanes are decoded in registers: shifted left by 16 they
 //! are the even-indexed values, masked to their high halves the odd ones
 //! (a BF16 value is the high half of the f32 with the same bits, so both
 //! are exact). The queries are stored in that order: per step, the even
-//! values, then the odd ones. For F32 a step is two loads, and the queries
-//! stay in column order. Tiles of `R` rows × `Q` queries keep their sums in
+//! values, then the odd ones. For F16 a step is two 16-byte loads widened
+//! exactly by F16C (`VCVTPH2PS`), for F32 two loads, and the queries stay
+//! in column order. Tiles of `R` rows × `Q` queries keep their sums in
 //! registers, each row decoded once for all the tile's queries; the
 //! columns past the last whole step are added one by one at the end.
 
@@ -20,6 +21,21 @@ use crate::dtype::Dtype;
 /// Columns per step.
 const STEP: usize = 16;
 
+/// The stored form of the rows, as the kernel's const parameter.
+const F32: u8 = 0;
+const BF16: u8 = 1;
+const F16: u8 = 2;
+
+/// Whether the kernel reads rows of `dtype` in place: BF16, F32, and F16
+/// on a CPU with F16C.
+pub(super) fn reads(dtype: Dtype) -> bool {
+    match dtype {
+        Dtype::BF16 | Dtype::F32 => true,
+        Dtype::F16 => is_x86_feature_detected!("f16c"),
+        _ => false,
+    }
+}
+
 /// Queries laid out for [`block`] (see the module docs).
 pub(super) struct Layout {
     values: Vec<f32>,
@@ -30,9 +46,10 @@ pub(super) struct Layout {
 impl Layout {
     /// `queries` (`cols` values each, back to back) laid out for rows of
     /// `dtype`; `None` for dtypes the kernel does not read (they are
-    /// converted to f32 first) and for zero columns.
+    /// converted to f32 first), for F16 on a CPU without F16C, and for zero
+    /// columns.
     pub(super) fn new(queries: &[f32], cols: usize, dtype: Dtype) -> Option<Self> {
-        if cols == 0 || !matches!(dtype, Dtype::BF16 | Dtype::F32) {
+        if cols == 0 || !reads(dtype) {
             return None;
         }
         let mut values = queries.to_vec();
@@ -78,6 +95,7 @@ pub(super) fn block(
     dots: &mut [f32],
 ) {
     assert!(super::x86::has_avx2());
+    assert!(queries.dtype != Dtype::F16 || is_x86_feature_detected!("f16c"));
     let cols = queries.cols;
     let row_bytes = cols * queries.dtype.bits() as usize / 8;
     assert!(bytes.len().is_multiple_of(row_bytes), "whole rows");
@@ -87,7 +105,11 @@ pub(super) fn block(
     if let Some(n) = norms.as_deref() {
         assert_eq!(n.len(), rows, "norms length");
     }
-    let bf16 = queries.dtype == Dtype::BF16;
+    let kind = match queries.dtype {
+        Dtype::BF16 => BF16,
+        Dtype::F16 => F16,
+        _ => F32,
+    };
     let q = Tile {
         bytes,
         cols,
@@ -98,7 +120,7 @@ pub(super) fn block(
     if nq == 0 {
         if let Some(n) = norms {
             // SAFETY: the CPU has AVX2 and FMA (checked above).
-            unsafe { walk::<4, 0, true>(&q, bf16, 0, n, dots) };
+            unsafe { walk::<4, 0, true>(&q, kind, 0, n, dots) };
         }
         return;
     }
@@ -112,14 +134,14 @@ pub(super) fn block(
         // SAFETY: the CPU has AVX2 and FMA (checked above).
         unsafe {
             match (qn, n.is_empty()) {
-                (4, false) => walk::<2, 4, true>(&q, bf16, q0, n, dots),
-                (4, true) => walk::<2, 4, false>(&q, bf16, q0, n, dots),
-                (3, false) => walk::<2, 3, true>(&q, bf16, q0, n, dots),
-                (3, true) => walk::<2, 3, false>(&q, bf16, q0, n, dots),
-                (2, false) => walk::<4, 2, true>(&q, bf16, q0, n, dots),
-                (2, true) => walk::<4, 2, false>(&q, bf16, q0, n, dots),
-                (_, false) => walk::<4, 1, true>(&q, bf16, q0, n, dots),
-                (_, true) => walk::<4, 1, false>(&q, bf16, q0, n, dots),
+                (4, false) => walk::<2, 4, true>(&q, kind, q0, n, dots),
+                (4, true) => walk::<2, 4, false>(&q, kind, q0, n, dots),
+                (3, false) => walk::<2, 3, true>(&q, kind, q0, n, dots),
+                (3, true) => walk::<2, 3, false>(&q, kind, q0, n, dots),
+                (2, false) => walk::<4, 2, true>(&q, kind, q0, n, dots),
+                (2, true) => walk::<4, 2, false>(&q, kind, q0, n, dots),
+                (_, false) => walk::<4, 1, true>(&q, kind, q0, n, dots),
+                (_, true) => walk::<4, 1, false>(&q, kind, q0, n, dots),
             }
         }
         q0 += qn;
@@ -136,39 +158,39 @@ struct Tile<'a> {
 }
 
 /// All row tiles of the query tile `q0..q0 + Q`.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 fn walk<const R: usize, const Q: usize, const NORMS: bool>(
     t: &Tile,
-    bf16: bool,
+    kind: u8,
     q0: usize,
     norms: &mut [f32],
     dots: &mut [f32],
 ) {
     let mut r0 = 0;
     while r0 + R <= t.rows {
-        if bf16 {
-            tile::<R, Q, NORMS, true>(t, r0, q0, norms, dots);
-        } else {
-            tile::<R, Q, NORMS, false>(t, r0, q0, norms, dots);
+        match kind {
+            BF16 => tile::<R, Q, NORMS, BF16>(t, r0, q0, norms, dots),
+            F16 => tile::<R, Q, NORMS, F16>(t, r0, q0, norms, dots),
+            _ => tile::<R, Q, NORMS, F32>(t, r0, q0, norms, dots),
         }
         r0 += R;
     }
     for r in r0..t.rows {
-        if bf16 {
-            tile::<1, Q, NORMS, true>(t, r, q0, norms, dots);
-        } else {
-            tile::<1, Q, NORMS, false>(t, r, q0, norms, dots);
+        match kind {
+            BF16 => tile::<1, Q, NORMS, BF16>(t, r, q0, norms, dots),
+            F16 => tile::<1, Q, NORMS, F16>(t, r, q0, norms, dots),
+            _ => tile::<1, Q, NORMS, F32>(t, r, q0, norms, dots),
         }
     }
 }
 
-/// Value `j` of a row's bytes.
+/// Value `j` of a row's bytes, stored as `KIND`.
 #[inline(always)]
-fn value<const BF16: bool>(row: &[u8], j: usize) -> f32 {
-    if BF16 {
-        f32::from_bits(u32::from(u16::from_le_bytes([row[2 * j], row[2 * j + 1]])) << 16)
-    } else {
-        f32::from_le_bytes(row[4 * j..4 * j + 4].try_into().expect("4 bytes"))
+fn value<const KIND: u8>(row: &[u8], j: usize) -> f32 {
+    match KIND {
+        BF16 => f32::from_bits(u32::from(u16::from_le_bytes([row[2 * j], row[2 * j + 1]])) << 16),
+        F16 => half::f16::from_le_bytes([row[2 * j], row[2 * j + 1]]).to_f32(),
+        _ => f32::from_le_bytes(row[4 * j..4 * j + 4].try_into().expect("4 bytes")),
     }
 }
 
@@ -181,9 +203,10 @@ fn reduce(v: __m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)))
 }
 
-/// One tile: rows `r0..r0 + R` × queries `q0..q0 + Q`.
-#[target_feature(enable = "avx2,fma")]
-fn tile<const R: usize, const Q: usize, const NORMS: bool, const BF16: bool>(
+/// One tile: rows `r0..r0 + R` × queries `q0..q0 + Q`, rows stored as
+/// `KIND`.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn tile<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
     t: &Tile,
     r0: usize,
     q0: usize,
@@ -191,7 +214,7 @@ fn tile<const R: usize, const Q: usize, const NORMS: bool, const BF16: bool>(
     dots: &mut [f32],
 ) {
     let cols = t.cols;
-    let row_bytes = if BF16 { 2 * cols } else { 4 * cols };
+    let row_bytes = if KIND == F32 { 4 * cols } else { 2 * cols };
     let whole = cols / STEP * STEP;
     let rows: [&[u8]; R] = from_fn(|r| &t.bytes[(r0 + r) * row_bytes..(r0 + r + 1) * row_bytes]);
     let qs: [&[f32]; Q] = from_fn(|q| &t.queries[(q0 + q) * cols..(q0 + q + 1) * cols]);
@@ -205,15 +228,25 @@ fn tile<const R: usize, const Q: usize, const NORMS: bool, const BF16: bool>(
         // slices above are exactly one row or query long); loadu needs no
         // alignment.
         let x: [(__m256, __m256); R] = from_fn(|r| unsafe {
-            if BF16 {
-                let raw = _mm256_loadu_si256(rows[r].as_ptr().add(2 * c).cast());
-                (
-                    _mm256_castsi256_ps(_mm256_slli_epi32::<16>(raw)),
-                    _mm256_castsi256_ps(_mm256_and_si256(raw, high)),
-                )
-            } else {
-                let p = rows[r].as_ptr().add(4 * c).cast::<f32>();
-                (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)))
+            match KIND {
+                BF16 => {
+                    let raw = _mm256_loadu_si256(rows[r].as_ptr().add(2 * c).cast());
+                    (
+                        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(raw)),
+                        _mm256_castsi256_ps(_mm256_and_si256(raw, high)),
+                    )
+                }
+                F16 => {
+                    let p = rows[r].as_ptr().add(2 * c).cast::<__m128i>();
+                    (
+                        _mm256_cvtph_ps(_mm_loadu_si128(p)),
+                        _mm256_cvtph_ps(_mm_loadu_si128(p.add(1))),
+                    )
+                }
+                _ => {
+                    let p = rows[r].as_ptr().add(4 * c).cast::<f32>();
+                    (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)))
+                }
             }
         });
         for q in 0..Q {
@@ -239,14 +272,14 @@ fn tile<const R: usize, const Q: usize, const NORMS: bool, const BF16: bool>(
         for q in 0..Q {
             let mut sum = reduce(acc[r][q]);
             for (j, y) in qs[q].iter().enumerate().skip(whole) {
-                sum = value::<BF16>(rows[r], j).mul_add(*y, sum);
+                sum = value::<KIND>(rows[r], j).mul_add(*y, sum);
             }
             dots[(r0 + r) * t.nq + q0 + q] = sum;
         }
         if NORMS {
             let mut sum = reduce(norm_acc[r]);
             for j in whole..cols {
-                let x = value::<BF16>(rows[r], j);
+                let x = value::<KIND>(rows[r], j);
                 sum = x.mul_add(x, sum);
             }
             norms[r0 + r] = sum;

@@ -4,7 +4,9 @@
 //! Without `EMBSCOPE_KERNEL`, the contenders are the BF16 kernels the CPU
 //! has (for a BF16 matrix: AMX, AVX-512 BF16 and the AVX512-VNNI int8
 //! kernel, whose probe times its quantization and int8 pass, not its
-//! refinement of the few rows near the top) and its widest f32 kernel. On a matrix of at
+//! refinement of the few rows near the top), its widest f32 kernel, and
+//! the AVX2 one where it reads the rows in place (F16, F32, and BF16 when
+//! no BF16 kernel runs). On a matrix of at
 //! least [`PROBE_MIN_BYTES`], each contender scores the same first
 //! [`PROBE_BYTES`] of rows against the real queries, interleaved over
 //! [`PROBE_ROUNDS`] rounds after one warm-up run (which faults the pages
@@ -112,12 +114,18 @@ pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, Kerne
     if let Some(k) = forced(&available, &dtype.to_string())? {
         return Ok(settle(k, "forced by EMBSCOPE_KERNEL".into()));
     }
-    // Slowest first: the BF16 kernels come last, the widest f32 one before.
+    // Slowest first: the BF16 kernels come last, the widest f32 one before,
+    // and the AVX2 one before that when it reads the rows in place and no
+    // BF16 kernel does (on F16 or F32, or BF16 without AVX-512 BF16, it can
+    // beat AVX-512 on converted blocks).
     let widest_f32 = available.iter().rev().find(|k| !k.reads_bf16()).copied();
+    let bf16_kernel = available.iter().any(|k| k.reads_bf16());
     let mut contenders: Vec<Kernel> = available
         .iter()
         .copied()
-        .filter(|k| k.reads_bf16() || Some(*k) == widest_f32)
+        .filter(|k| {
+            k.reads_bf16() || Some(*k) == widest_f32 || (k.reads_in_place(dtype) && !bf16_kernel)
+        })
         .rev()
         .collect();
     if contenders.is_empty() {

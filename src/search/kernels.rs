@@ -75,6 +75,18 @@ impl Kernel {
         false
     }
 
+    /// True for the AVX2 kernel on rows of `dtype` it reads in place,
+    /// without a converted copy of the block (see `avx2`).
+    pub(super) fn reads_in_place(self, dtype: Dtype) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return self == Kernel::Avx2 && super::avx2::reads(dtype);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = dtype;
+            false
+        }
+    }
+
     /// True for the kernels that read BF16 bytes with queries split into
     /// BF16 halves (see `Halves`; the VNNI kernel's refinement does).
     pub(super) fn reads_bf16(self) -> bool {
@@ -304,11 +316,13 @@ impl Queries {
         }
         scratch.resize(rows.len() * cols, 0.0);
         #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Avx512 && m.dtype() == Dtype::BF16 {
+        match (self.kernel, m.dtype()) {
             // The same values as `block_into`, converted 16 at a time.
-            super::x86::bf16_to_f32(m.block_bytes(rows), scratch);
-        } else {
-            m.block_into(rows, scratch);
+            (Kernel::Avx512, Dtype::BF16) => {
+                super::x86::bf16_to_f32(m.block_bytes(rows), scratch);
+            }
+            (Kernel::Avx512, Dtype::F16) => super::x86::f16_to_f32(m.block_bytes(rows), scratch),
+            _ => m.block_into(rows, scratch),
         }
         #[cfg(not(target_arch = "x86_64"))]
         m.block_into(rows, scratch);

@@ -195,7 +195,9 @@ fn every_kernel_matches_the_f64_reference() {
         (Dtype::BF16, 100, 64),
         (Dtype::BF16, 70, 96),
         (Dtype::F32, 700, 77),
+        (Dtype::F32, 40, 512),
         (Dtype::F16, 600, 129),
+        (Dtype::F16, 40, 512),
         (Dtype::F8_E4M3, 300, 64),
     ] {
         let (bytes, stored) = store(&values(rows * cols, rows as u64), dtype);
@@ -484,4 +486,25 @@ fn simd_bf16_conversion_is_the_matrix_one() {
     super::x86::bf16_to_f32(&bytes, &mut got);
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&got), bits(&want));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn simd_f16_conversion_is_the_matrix_one() {
+    if !super::x86::has_avx512() {
+        return;
+    }
+    // Normal, subnormal (6e-8 is the smallest F16), infinite, signed zero;
+    // a NaN stays a NaN (its quiet bit may differ).
+    let mut vals = values(37, 5);
+    vals.extend([f32::INFINITY, -0.0, 6e-8, -3e-5, 65504.0, f32::NAN]);
+    let (bytes, want) = store(&vals, Dtype::F16);
+    let mut got = vec![0.0; vals.len()];
+    super::x86::f16_to_f32(&bytes, &mut got);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+            "{i}: {g} {w}"
+        );
+    }
 }

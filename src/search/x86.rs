@@ -61,6 +61,32 @@ fn bf16_to_f32_impl(bytes: &[u8], out: &mut [f32]) {
     }
 }
 
+/// Converts little-endian F16 values (`bytes`, any alignment) to f32
+/// (exactly, as `VCVTPH2PS` widens), AVX-512F.
+pub(super) fn f16_to_f32(bytes: &[u8], out: &mut [f32]) {
+    assert!(has_avx512());
+    assert_eq!(bytes.len(), 2 * out.len(), "lengths");
+    // SAFETY: the CPU has AVX-512F (checked above).
+    unsafe { f16_to_f32_impl(bytes, out) }
+}
+
+#[target_feature(enable = "avx512f")]
+fn f16_to_f32_impl(bytes: &[u8], out: &mut [f32]) {
+    let (chunks, tail) = out.as_chunks_mut::<16>();
+    for (i, chunk) in chunks.iter_mut().enumerate() {
+        // SAFETY: as in `bf16_to_f32_impl`.
+        unsafe {
+            let raw = _mm256_loadu_si256(bytes.as_ptr().add(32 * i).cast());
+            _mm512_storeu_ps(chunk.as_mut_ptr(), _mm512_cvtph_ps(raw));
+        }
+    }
+    let done = chunks.len() * 16;
+    for (j, x) in tail.iter_mut().enumerate() {
+        let at = 2 * (done + j);
+        *x = half::f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32();
+    }
+}
+
 /// The portable block arithmetic compiled for AVX2 (see `Kernel::Avx2`).
 pub(super) fn block_f32_avx2(
     block: &[f32],
