@@ -81,7 +81,7 @@ fn quantization_round_trips_within_half_a_step() {
         let bytes = to_bytes(&rows);
         let p = Prepared::new(&rows[0], cols);
         let mut s = Scratch::default();
-        p.first_pass(&bytes, &mut s);
+        p.first_pass(&bytes, &[], &mut s);
         let (width, stride) = (p.width, p.stride);
         for (r, (row, q)) in rows.iter().zip(&s.rows).enumerate() {
             let what = format!("cols {cols} row {r}");
@@ -210,7 +210,7 @@ fn timings() {
     let bytes = to_bytes(&data[..rows]);
     let p = Prepared::new(&data[..nq].concat(), cols);
     let mut s = Scratch::default();
-    p.first_pass(&bytes, &mut s);
+    p.first_pass(&bytes, &[], &mut s);
     let mut out = vec![0u8; p.width];
     // The fastest of 7 rounds (the machine is shared).
     let best = |f: &mut dyn FnMut()| {
@@ -238,6 +238,7 @@ fn timings() {
         stride: p.stride,
         hat: &p.hat,
         nq,
+        ahead: &[],
     };
     let secs = best(&mut || {
         for _ in 0..reps {
