@@ -28,19 +28,24 @@ pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant 
     assert!(row.len() == 2 * cols && out.len() == cols.div_ceil(CHUNK) * CHUNK);
     let p = row.as_ptr();
     // The largest |value| from the bits: for finite values, the order of
-    // the magnitudes' bit patterns is the order of the magnitudes.
-    let mut mx = _mm512_setzero_si512();
+    // the magnitudes' bit patterns is the order of the magnitudes. Whole
+    // chunks in two running maxima, then the rest masked.
     let magnitudes = _mm512_set1_epi16(0x7fff);
-    for c in (0..cols).step_by(32) {
-        let v = if cols - c >= 32 {
-            // SAFETY: columns c..c + 32 lie inside `row`.
-            unsafe { _mm512_loadu_si512(p.add(2 * c).cast()) }
-        } else {
-            // SAFETY: the mask selects columns c..cols, inside `row`.
-            unsafe { _mm512_maskz_loadu_epi16(chunk_mask(cols, c), p.add(2 * c).cast()) }
-        };
-        mx = _mm512_max_epu16(mx, _mm512_and_si512(v, magnitudes));
+    let mut mx = [_mm512_setzero_si512(); 2];
+    let whole = cols / CHUNK * CHUNK;
+    for c in (0..whole).step_by(CHUNK) {
+        for (half, mx) in mx.iter_mut().enumerate() {
+            // SAFETY: columns c..c + 64 lie inside `row`.
+            let v = unsafe { _mm512_loadu_si512(p.add(2 * c + 64 * half).cast()) };
+            *mx = _mm512_max_epu16(*mx, _mm512_and_si512(v, magnitudes));
+        }
     }
+    for c in (whole..cols).step_by(32) {
+        // SAFETY: the mask selects columns c..min(c + 32, cols), inside `row`.
+        let v = unsafe { _mm512_maskz_loadu_epi16(chunk_mask(cols, c), p.add(2 * c).cast()) };
+        mx[0] = _mm512_max_epu16(mx[0], _mm512_and_si512(v, magnitudes));
+    }
+    let mx = _mm512_max_epu16(mx[0], mx[1]);
     let lo = _mm512_and_si512(mx, _mm512_set1_epi32(0xffff));
     let max_bits = _mm512_reduce_max_epu32(_mm512_max_epu32(lo, _mm512_srli_epi32(mx, 16)));
     let max = f32::from_bits(max_bits << 16);
@@ -70,7 +75,6 @@ pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant 
         err: [_mm512_setzero_ps(); 4],
     };
     // Whole chunks with plain loads, then the last one masked.
-    let whole = cols / CHUNK * CHUNK;
     for c in (0..whole).step_by(CHUNK) {
         // SAFETY: columns c..c + 64 lie inside `row` and `out`.
         unsafe { q.chunk(p.add(2 * c), [!0; 2], out.as_mut_ptr().add(c)) };
