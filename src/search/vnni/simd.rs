@@ -8,6 +8,9 @@
 //! tile's queries (24 KiB for 4096 columns) stay in L1 while the block's
 //! rows stream from L2; rows and queries lie a chunk more than their width
 //! apart, so the same column of all of them does not fall in one L1 set.
+//! Meanwhile the tiles prefetch the next block's stored rows into L2, an
+//! equal share of cache lines per tile spread over its steps, so that
+//! quantizing that block does not wait on memory.
 //!
 //! Every function here is `#[target_feature]`; the caller (`vnni`) checks
 //! the CPU first.
@@ -25,19 +28,24 @@ pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant 
     assert!(row.len() == 2 * cols && out.len() == cols.div_ceil(CHUNK) * CHUNK);
     let p = row.as_ptr();
     // The largest |value| from the bits: for finite values, the order of
-    // the magnitudes' bit patterns is the order of the magnitudes.
-    let mut mx = _mm512_setzero_si512();
+    // the magnitudes' bit patterns is the order of the magnitudes. Whole
+    // chunks in two running maxima, then the rest masked.
     let magnitudes = _mm512_set1_epi16(0x7fff);
-    for c in (0..cols).step_by(32) {
-        let v = if cols - c >= 32 {
-            // SAFETY: columns c..c + 32 lie inside `row`.
-            unsafe { _mm512_loadu_si512(p.add(2 * c).cast()) }
-        } else {
-            // SAFETY: the mask selects columns c..cols, inside `row`.
-            unsafe { _mm512_maskz_loadu_epi16(chunk_mask(cols, c), p.add(2 * c).cast()) }
-        };
-        mx = _mm512_max_epu16(mx, _mm512_and_si512(v, magnitudes));
+    let mut mx = [_mm512_setzero_si512(); 2];
+    let whole = cols / CHUNK * CHUNK;
+    for c in (0..whole).step_by(CHUNK) {
+        for (half, mx) in mx.iter_mut().enumerate() {
+            // SAFETY: columns c..c + 64 lie inside `row`.
+            let v = unsafe { _mm512_loadu_si512(p.add(2 * c + 64 * half).cast()) };
+            *mx = _mm512_max_epu16(*mx, _mm512_and_si512(v, magnitudes));
+        }
     }
+    for c in (whole..cols).step_by(32) {
+        // SAFETY: the mask selects columns c..min(c + 32, cols), inside `row`.
+        let v = unsafe { _mm512_maskz_loadu_epi16(chunk_mask(cols, c), p.add(2 * c).cast()) };
+        mx[0] = _mm512_max_epu16(mx[0], _mm512_and_si512(v, magnitudes));
+    }
+    let mx = _mm512_max_epu16(mx[0], mx[1]);
     let lo = _mm512_and_si512(mx, _mm512_set1_epi32(0xffff));
     let max_bits = _mm512_reduce_max_epu32(_mm512_max_epu32(lo, _mm512_srli_epi32(mx, 16)));
     let max = f32::from_bits(max_bits << 16);
@@ -67,7 +75,6 @@ pub(super) fn quantize_row(row: &[u8], cols: usize, out: &mut [u8]) -> RowQuant 
         err: [_mm512_setzero_ps(); 4],
     };
     // Whole chunks with plain loads, then the last one masked.
-    let whole = cols / CHUNK * CHUNK;
     for c in (0..whole).step_by(CHUNK) {
         // SAFETY: columns c..c + 64 lie inside `row` and `out`.
         unsafe { q.chunk(p.add(2 * c), [!0; 2], out.as_mut_ptr().add(c)) };
@@ -172,6 +179,12 @@ pub(super) fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
         3..=4 => 6,
         _ => 4,
     };
+    // The next block's stored rows are prefetched into L2 across the
+    // tiles, an equal share per tile, so that quantizing them later does
+    // not wait on memory.
+    let calls = nq.div_ceil(QUERY_TILE) * (rows / row_tile + rows % row_tile);
+    let share = t.ahead.len().div_ceil(calls.max(1)).next_multiple_of(64);
+    let mut ahead = t.ahead;
     // Query tiles outside: a tile's queries stay in L1 while the block's
     // rows stream from L2, fewer bytes per step than the other way round.
     let mut q0 = 0;
@@ -180,10 +193,12 @@ pub(super) fn walk(t: &Tiles, rows: usize, dots: &mut [i32]) {
         let mut r0 = 0;
         while r0 < rows {
             let rn = if rows - r0 >= row_tile { row_tile } else { 1 };
+            let (pf, rest) = ahead.split_at(share.min(ahead.len()));
+            ahead = rest;
             macro_rules! tiles {
                 ($(($r:literal, $q:literal)),*) => {
                     match (rn, qn) {
-                        $(($r, $q) => tile::<$r, $q>(t, r0, q0, dots),)*
+                        $(($r, $q) => tile::<$r, $q>(t, r0, q0, pf, dots),)*
                         _ => unreachable!("tile {rn} x {qn}"),
                     }
                 };
@@ -262,19 +277,33 @@ pub(super) struct Tiles<'a> {
     /// The quantized queries, `stride` bytes apart.
     pub(super) hat: &'a [i8],
     pub(super) nq: usize,
+    /// Bytes to prefetch into L2 meanwhile (the next block's stored rows).
+    pub(super) ahead: &'a [u8],
 }
 
 /// One tile of `R` rows from `r0` × `Q` queries from `q0`, 64 columns per
-/// step into `R × Q` i32 accumulators.
+/// step into `R × Q` i32 accumulators, prefetching the cache lines of `pf`
+/// into L2 spread over the steps.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-fn tile<const R: usize, const Q: usize>(t: &Tiles, r0: usize, q0: usize, dots: &mut [i32]) {
+fn tile<const R: usize, const Q: usize>(
+    t: &Tiles,
+    r0: usize,
+    q0: usize,
+    pf: &[u8],
+    dots: &mut [i32],
+) {
     let (width, stride, nq) = (t.width, t.stride, t.nq);
     assert!((r0 + R) * stride <= t.block.len() && (q0 + Q) * stride <= t.hat.len());
     assert!((r0 + R - 1) * nq + q0 + Q <= dots.len());
     let row_ptr: [*const u8; R] = from_fn(|r| t.block[(r0 + r) * stride..].as_ptr());
     let hat_ptr: [*const i8; Q] = from_fn(|q| t.hat[(q0 + q) * stride..].as_ptr());
     let mut acc = [[_mm512_setzero_si512(); Q]; R];
+    let per = pf.len().div_ceil(64).div_ceil(width / CHUNK);
+    let mut lines = pf.chunks(64);
     for c in (0..width).step_by(CHUNK) {
+        for line in lines.by_ref().take(per) {
+            _mm_prefetch::<_MM_HINT_T1>(line.as_ptr().cast());
+        }
         // SAFETY: the asserts above put bytes c..c + 64 of rows r0..r0 + R
         // and of queries q0..q0 + Q inside `block` and `hat`.
         let x: [__m512i; R] = from_fn(|r| unsafe { _mm512_loadu_si512(row_ptr[r].add(c).cast()) });

@@ -81,7 +81,7 @@ fn quantization_round_trips_within_half_a_step() {
         let bytes = to_bytes(&rows);
         let p = Prepared::new(&rows[0], cols);
         let mut s = Scratch::default();
-        p.first_pass(&bytes, &mut s);
+        p.first_pass(&bytes, &[], &mut s);
         let (width, stride) = (p.width, p.stride);
         for (r, (row, q)) in rows.iter().zip(&s.rows).enumerate() {
             let what = format!("cols {cols} row {r}");
@@ -194,6 +194,31 @@ fn answers_are_the_avx512_bf16_ones_on_adversarial_rows() {
     }
 }
 
+#[test]
+fn prefetching_the_next_block_leaves_the_sums_alone() {
+    if !available() {
+        return;
+    }
+    let cols = 300;
+    let data = adversarial(cols, 40)[10..].to_vec();
+    let bytes = to_bytes(&data);
+    for nq in [1, 3, 7, 13] {
+        let p = Prepared::new(&data[..nq].concat(), cols);
+        for rows in [1, 5, 9, 32] {
+            let block = &bytes[..rows * 2 * cols];
+            let mut want = Scratch::default();
+            p.first_pass(block, &[], &mut want);
+            // Ahead: none, less than a line, an odd length, more than the
+            // block.
+            for ahead in [0, 10, 2 * cols + 7, bytes.len()] {
+                let mut got = Scratch::default();
+                p.first_pass(block, &bytes[..ahead], &mut got);
+                assert_eq!(got.dots, want.dots, "{nq} queries, {rows} rows, {ahead}");
+            }
+        }
+    }
+}
+
 /// In-cache timings of the quantization and the int8 tiles (not a test:
 /// `cargo test --release --lib vnni::tests::timings -- --ignored --nocapture`).
 #[test]
@@ -210,7 +235,7 @@ fn timings() {
     let bytes = to_bytes(&data[..rows]);
     let p = Prepared::new(&data[..nq].concat(), cols);
     let mut s = Scratch::default();
-    p.first_pass(&bytes, &mut s);
+    p.first_pass(&bytes, &[], &mut s);
     let mut out = vec![0u8; p.width];
     // The fastest of 7 rounds (the machine is shared).
     let best = |f: &mut dyn FnMut()| {
@@ -238,6 +263,7 @@ fn timings() {
         stride: p.stride,
         hat: &p.hat,
         nq,
+        ahead: &[],
     };
     let secs = best(&mut || {
         for _ in 0..reps {
