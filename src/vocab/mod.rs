@@ -13,6 +13,7 @@ mod kind;
 mod lookup;
 mod parse;
 mod readable;
+pub(crate) mod scan;
 mod special;
 
 use std::collections::HashSet;
@@ -280,6 +281,15 @@ impl Vocab {
     /// vocab entry with the same id).
     pub fn token(&self, id: u32) -> Option<&str> {
         self.entry(id).map(|e| e.token.as_str())
+    }
+
+    /// The model vocab entries (not the added tokens) and their ids, in
+    /// file order.
+    pub fn model_entries(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.entries
+            .iter()
+            .filter(|e| !e.added)
+            .map(|e| (e.token.as_str(), e.id))
     }
 
     /// The human form of `id` on one line: byte-level chars turned back to

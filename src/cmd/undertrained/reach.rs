@@ -8,18 +8,16 @@
 //! from and every merge's result. So a tokenizer whose vocabulary keeps
 //! just those substrings (plus the unknown token, byte-fallback tokens and
 //! added tokens, at their ids) and whose merges keep just those among them,
-//! in their order, encodes the texts exactly as the full one does. The file
-//! is parsed once, alongside the passes, with its strings borrowed; other
+//! in their order, encodes the texts exactly as the full one does. The
+//! vocabulary comes from the loaded [`Vocab`]; of the file, read alongside
+//! the passes, only the small parts are parsed and the merges array is
+//! located, then scanned in place once the candidates are known; other
 //! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
 use foldhash::{HashSet, HashSetExt};
-use rayon::prelude::*;
-use std::borrow::Cow;
-use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 use tokenizers::{
     Normalizer, NormalizerWrapper, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
@@ -27,90 +25,14 @@ use tokenizers::{
 };
 
 use crate::vocab::Vocab;
+use crate::vocab::scan::{self, Merge};
 
-/// A string of the file, borrowed when it has no escapes.
+/// The BPE model's settings (its vocab and merges are cut out before the
+/// parse, see [`parse`]).
 #[derive(Deserialize)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
-
-/// A merge, written `"a b"` or `["a", "b"]`: its two parts.
-struct Merge<'a>(Cow<'a, str>, Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Merge<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MergeVisitor(PhantomData))
-    }
-}
-
-struct MergeVisitor<'a>(PhantomData<Merge<'a>>);
-
-impl<'de: 'a, 'a> Visitor<'de> for MergeVisitor<'a> {
-    type Value = Merge<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a merge: \"a b\" or [\"a\", \"b\"]")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Merge<'a>, E> {
-        let (a, b) = s
-            .split_once(' ')
-            .ok_or_else(|| E::custom("merge without a space"))?;
-        Ok(Merge(Cow::Borrowed(a), Cow::Borrowed(b)))
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Merge<'a>, E> {
-        let (a, b) = s
-            .split_once(' ')
-            .ok_or_else(|| E::custom("merge without a space"))?;
-        Ok(Merge(Cow::Owned(a.into()), Cow::Owned(b.into())))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Merge<'a>, A::Error> {
-        let mut part = || -> Result<Cow<'a, str>, A::Error> {
-            let s: Str<'de> = seq
-                .next_element()?
-                .ok_or_else(|| de::Error::custom("merge with fewer than two parts"))?;
-            Ok(s.0)
-        };
-        Ok(Merge(part()?, part()?))
-    }
-}
-
-/// A JSON object of token to id, as a list.
-struct Entries<'a>(Vec<(Cow<'a, str>, u32)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(EntriesVisitor(PhantomData))
-    }
-}
-
-struct EntriesVisitor<'a>(PhantomData<Entries<'a>>);
-
-impl<'de: 'a, 'a> Visitor<'de> for EntriesVisitor<'a> {
-    type Value = Entries<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a map of token to id")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'a>, A::Error> {
-        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some((k, v)) = map.next_entry::<Str<'de>, u32>()? {
-            out.push((k.0, v));
-        }
-        Ok(Entries(out))
-    }
-}
-
-/// The BPE model of the file.
-#[derive(Deserialize)]
-struct Model<'a> {
+struct Model {
     #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(borrow)]
-    vocab: Entries<'a>,
-    #[serde(borrow)]
-    merges: Vec<Merge<'a>>,
     #[serde(default)]
     continuing_subword_prefix: Value,
     #[serde(default)]
@@ -127,9 +49,10 @@ struct Model<'a> {
     ignore_merges: Value,
 }
 
-/// The parts of tokenizer.json a tokenizer is built from.
+/// The parts of tokenizer.json a tokenizer is built from, but the model's
+/// vocab and merges.
 #[derive(Deserialize)]
-struct File<'a> {
+struct File {
     #[serde(default)]
     added_tokens: Vec<Value>,
     #[serde(default)]
@@ -140,8 +63,7 @@ struct File<'a> {
     post_processor: Value,
     #[serde(default)]
     decoder: Value,
-    #[serde(borrow)]
-    model: Model<'a>,
+    model: Model,
 }
 
 /// Whether [`reachable`] tries a cut-down tokenizer for `vocab` (a BPE
@@ -150,14 +72,28 @@ pub(super) fn cuts_down(vocab: &Vocab) -> bool {
     vocab.model() == "BPE" && vocab.file().extension().is_some_and(|e| e == "json")
 }
 
-/// The parsed tokenizer.json of a vocabulary [`cuts_down`] (parsed while
-/// the passes run), borrowing from the file's bytes.
-pub(super) struct Parsed<'a>(File<'a>);
+/// The tokenizer.json of a vocabulary [`cuts_down`], read while the passes
+/// run: its small parts parsed, its merges array found and kept as written
+/// (filtered once the candidates are known), its vocab not read at all
+/// (the loaded [`Vocab`] has it).
+pub(super) struct Parsed<'a> {
+    file: File,
+    merges: &'a [u8],
+}
 
-/// Parses `bytes`, the tokenizer.json; `None` when it does not parse as
+/// Parses `bytes`, the tokenizer.json, with `model.vocab` and
+/// `model.merges` cut out (see [`scan`]); `None` when it does not parse as
 /// the BPE file expected (the full tokenizer is then used).
 pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
-    serde_json::from_slice(bytes).ok().map(Parsed)
+    let layout = scan::locate(bytes, true)?;
+    let vocab = layout.vocab.filter(|v| bytes[v.start] == b'{')?;
+    let mut cut = [vocab, layout.merges.clone()];
+    cut.sort_by_key(|r| r.start);
+    let file = serde_json::from_slice(&scan::splice(bytes, &cut)).ok()?;
+    Some(Parsed {
+        file,
+        merges: &bytes[layout.merges],
+    })
 }
 
 /// Whether encoding each of `ids`' own text gives exactly that id (see
@@ -165,7 +101,7 @@ pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
 /// tokenizer cut down from `parsed` when given, else the full one.
 pub(super) fn reachable(vocab: &Vocab, ids: &[u32], parsed: Option<&Parsed>) -> Vec<Option<bool>> {
     let texts: Vec<Option<String>> = ids.iter().map(|&id| vocab.own_text(id)).collect();
-    let Some(tokenizer) = parsed.and_then(|p| restricted(&p.0, texts.iter().flatten())) else {
+    let Some(tokenizer) = parsed.and_then(|p| restricted(vocab, p, texts.iter().flatten())) else {
         return ids.iter().map(|&id| vocab.reaches_itself(id)).collect();
     };
     ids.iter()
@@ -177,9 +113,14 @@ pub(super) fn reachable(vocab: &Vocab, ids: &[u32], parsed: Option<&Parsed>) -> 
         .collect()
 }
 
-/// The tokenizer of `file` cut down to what encoding `texts` needs;
-/// `None` when the file is not a BPE model this covers.
-fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Option<Tokenizer> {
+/// The tokenizer of `vocab`'s file (`parsed`) cut down to what encoding
+/// `texts` needs; `None` when the file is not a BPE model this covers.
+fn restricted<'t>(
+    vocab: &Vocab,
+    parsed: &Parsed,
+    texts: impl Iterator<Item = &'t String>,
+) -> Option<Tokenizer> {
+    let file = &parsed.file;
     let m = &file.model;
     if m.kind.as_deref().is_some_and(|k| k != "BPE")
         || !m.continuing_subword_prefix.is_null()
@@ -198,38 +139,22 @@ fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Optio
         }
         substrings(text, &mut keep);
     }
-    // The kept entries, found by scans of the vocabulary and the merges
-    // on all cores (Llama 3: 128k entries, 280k merges).
+    // The kept entries of the model vocab, in file order (the last of
+    // repeated strings wins, as in the full tokenizer), then added tokens.
     let unk = m.unk_token.as_str();
-    let kept: Vec<(&str, u32)> = m
-        .vocab
-        .0
-        .par_iter()
-        .map(|(t, id)| (&**t, *id))
-        .filter(|&(t, _)| {
-            let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
-            keep.contains(t) || byte || unk == Some(t)
-        })
-        .collect();
     let mut out = serde_json::Map::new();
-    for &(t, id) in &kept {
-        out.insert(t.to_string(), json!(id));
+    for (t, id) in vocab.model_entries() {
+        let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
+        if keep.contains(t) || byte || unk == Some(t) {
+            out.insert(t.to_string(), json!(id));
+        }
     }
     for added in &file.added_tokens {
         if let (Some(content), Some(id)) = (added["content"].as_str(), added["id"].as_u64()) {
             out.insert(content.to_string(), json!(id));
         }
     }
-    let known: HashSet<&str> = out.keys().map(String::as_str).collect();
-    let merges: Vec<Value> = m
-        .merges
-        .par_iter()
-        .filter(|merge| {
-            let (a, b) = (&*merge.0, &*merge.1);
-            known.contains(a) && known.contains(b) && keep.contains(&format!("{a}{b}"))
-        })
-        .map(|merge| json!([&*merge.0, &*merge.1]))
-        .collect();
+    let merges = kept_merges(parsed.merges, &out, &keep)?;
     let json = json!({
         "version": "1.0",
         "truncation": null,
@@ -253,6 +178,38 @@ fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Optio
         },
     });
     json.to_string().parse().ok()
+}
+
+/// The merges of the `raw` array, in order, whose parts are both `known`
+/// and whose result is in `keep`, as `[a, b]` pairs. One scan that
+/// allocates only for strings with escapes and for the merges kept (a few
+/// hundred of Llama 3's 280k); `None` when a merge is not as the tokenizers
+/// crate reads it (the full tokenizer then answers).
+fn kept_merges(
+    raw: &[u8],
+    known: &serde_json::Map<String, Value>,
+    keep: &HashSet<String>,
+) -> Option<Vec<Value>> {
+    let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
+    let mut out = Vec::new();
+    let mut bad = false;
+    scan::merges(raw, 0, |merge: Merge| {
+        let Some((a, b)) = merge.parts() else {
+            bad = true;
+            return;
+        };
+        if !(known.contains(&*a) && known.contains(&*b)) {
+            return;
+        }
+        // Both parts are known strings, so valid UTF-8.
+        let (Ok(a), Ok(b)) = (std::str::from_utf8(&a), std::str::from_utf8(&b)) else {
+            return;
+        };
+        if keep.contains(&format!("{a}{b}")) {
+            out.push(json!([a, b]));
+        }
+    })?;
+    (!bad).then_some(out)
 }
 
 /// The words the model sees for `text`: normalised, pre-tokenized.
@@ -299,7 +256,7 @@ mod tests {
             let texts: Vec<String> = ids.iter().filter_map(|&id| v.own_text(id)).collect();
             let bytes = std::fs::read(v.file()).unwrap();
             let parsed = parse(&bytes).expect("parses");
-            assert!(restricted(&parsed.0, texts.iter()).is_some(), "{dir}");
+            assert!(restricted(&v, &parsed, texts.iter()).is_some(), "{dir}");
             let full: Vec<Option<bool>> = ids.iter().map(|&id| v.reaches_itself(id)).collect();
             assert_eq!(reachable(&v, &ids, Some(&parsed)), full, "{dir}");
             let (yes, no) = (

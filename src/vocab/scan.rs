@@ -1,0 +1,297 @@
+//! A hand-written scan of a tokenizer.json's layout: where `model.merges`
+//! (and `model.vocab`) lie in the bytes, so that serde parses the rest
+//! without walking hundreds of thousands of merges, and the merges
+//! themselves are read in place (see [`merges`]).
+//!
+//! The scan reads strictly what it expects (objects of keys, strings with
+//! valid escapes, the merges' two shapes) and gives up, `None`, on anything
+//! else: callers then parse the whole file with serde, so an unexpected
+//! layout costs time, never an answer or an error message. Values it only
+//! skips (everything but the merges) are checked by the serde parse of the
+//! rest, when they are parsed.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// Where the parts of `model` lie in a tokenizer.json.
+pub(crate) struct Layout {
+    /// The `model.merges` array, brackets included.
+    pub merges: Range<usize>,
+    /// The `model.vocab` value, when asked for and present.
+    pub vocab: Option<Range<usize>>,
+}
+
+/// Finds `model.merges` (an array of merges, see [`merges`]) in `b`, and
+/// `model.vocab` too `with_vocab`; stops as soon as they are found.
+/// `None` when the file is not an object whose `model` object has a
+/// `merges` array of one of the two shapes.
+pub(crate) fn locate(b: &[u8], with_vocab: bool) -> Option<Layout> {
+    let mut found_merges = None;
+    let mut vocab = None;
+    let mut in_model = |key: &[u8], start: usize| -> Option<Flow> {
+        let end = match key {
+            b"merges" => {
+                let end = merges(b, start, |_| {})?;
+                found_merges = Some(start..end);
+                end
+            }
+            b"vocab" if with_vocab => {
+                let end = skip_value(b, start)?;
+                vocab = Some(start..end);
+                end
+            }
+            _ => skip_value(b, start)?,
+        };
+        let done = found_merges.is_some() && (vocab.is_some() || !with_vocab);
+        Some(if done { Flow::Stop } else { Flow::Next(end) })
+    };
+    let found = each_member(b, ws(b, 0), &mut |key, start| match key {
+        b"model" => each_member(b, start, &mut in_model),
+        _ => skip_value(b, start).map(Flow::Next),
+    })?;
+    match found {
+        Flow::Stop => {}
+        // The whole file walked: it must end there.
+        Flow::Next(end) if ws(b, end) == b.len() => {}
+        Flow::Next(_) => return None,
+    }
+    Some(Layout {
+        merges: found_merges?,
+        vocab,
+    })
+}
+
+/// `b` with the `cut` ranges (ascending, apart) each replaced by `[]`.
+pub(crate) fn splice(b: &[u8], cut: &[Range<usize>]) -> Vec<u8> {
+    let removed: usize = cut.iter().map(|r| r.len()).sum();
+    let mut out = Vec::with_capacity(b.len() - removed + 2 * cut.len());
+    let mut from = 0;
+    for r in cut {
+        out.extend_from_slice(&b[from..r.start]);
+        out.extend_from_slice(b"[]");
+        from = r.end;
+    }
+    out.extend_from_slice(&b[from..]);
+    out
+}
+
+/// One merge as written: `"a b"` (joined) or `["a", "b"]` (a pair).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Merge<'a> {
+    Joined(Part<'a>),
+    Pair(Part<'a>, Part<'a>),
+}
+
+/// A string of the file as written, quotes included.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Part<'a> {
+    quoted: &'a [u8],
+    escaped: bool,
+}
+
+impl<'a> Part<'a> {
+    /// The string's bytes: borrowed when it has no escape, else decoded
+    /// (`None` when the escapes do not make a string, as a lone surrogate).
+    fn text(self) -> Option<Cow<'a, [u8]>> {
+        if self.escaped {
+            let s: String = serde_json::from_slice(self.quoted).ok()?;
+            Some(Cow::Owned(s.into_bytes()))
+        } else {
+            Some(Cow::Borrowed(&self.quoted[1..self.quoted.len() - 1]))
+        }
+    }
+}
+
+impl<'a> Merge<'a> {
+    /// The merge's two parts, as the tokenizers crate reads them: a joined
+    /// merge splits at its one space (`None` with none or several; `None`
+    /// too for a `#version` line, which it skips). Allocates only for a
+    /// string with escapes.
+    pub(crate) fn parts(self) -> Option<(Cow<'a, [u8]>, Cow<'a, [u8]>)> {
+        match self {
+            Merge::Pair(a, b) => Some((a.text()?, b.text()?)),
+            Merge::Joined(s) => {
+                let split = |t: &[u8]| {
+                    let at = t.iter().position(|&c| c == b' ')?;
+                    let rest = &t[at + 1..];
+                    (!rest.contains(&b' ') && !t.starts_with(b"#version")).then_some(at)
+                };
+                match s.text()? {
+                    Cow::Borrowed(t) => {
+                        let at = split(t)?;
+                        Some((Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])))
+                    }
+                    Cow::Owned(t) => {
+                        let at = split(&t)?;
+                        Some((Cow::Owned(t[..at].to_vec()), Cow::Owned(t[at + 1..].to_vec())))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Scans the merges array starting at `b[i]`, calling `f` on each merge in
+/// order; returns the index just past the array. `None` unless it is an
+/// array of strings or of two-string arrays (one shape throughout, as the
+/// tokenizers crate wants) in well-formed JSON.
+pub(crate) fn merges<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Merge<'a>)) -> Option<usize> {
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    let mut i = ws(b, i + 1);
+    let pairs = match *b.get(i)? {
+        b']' => return Some(i + 1),
+        c => c == b'[',
+    };
+    loop {
+        if pairs {
+            if b.get(i) != Some(&b'[') {
+                return None;
+            }
+            let (a, end) = string(b, ws(b, i + 1))?;
+            i = ws(b, end);
+            if b.get(i) != Some(&b',') {
+                return None;
+            }
+            let (c, end) = string(b, ws(b, i + 1))?;
+            i = ws(b, end);
+            if b.get(i) != Some(&b']') {
+                return None;
+            }
+            f(Merge::Pair(a, c));
+            i += 1;
+        } else {
+            let (s, end) = string(b, i)?;
+            f(Merge::Joined(s));
+            i = end;
+        }
+        i = ws(b, i);
+        match *b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b']' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// What a member's callback tells [`each_member`]: go on from the end of
+/// its value, or stop the whole walk.
+enum Flow {
+    Next(usize),
+    Stop,
+}
+
+/// Calls `f(raw key, start of value)` on each member of the object at
+/// `b[i]`, which returns where the value ends; the index past the object,
+/// or `Stop` as soon as `f` says so. Keys with escapes are passed raw.
+fn each_member(
+    b: &[u8],
+    i: usize,
+    f: &mut dyn FnMut(&[u8], usize) -> Option<Flow>,
+) -> Option<Flow> {
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut i = ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(Flow::Next(i + 1));
+    }
+    loop {
+        let (key, end) = string(b, i)?;
+        i = ws(b, end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let raw = &key.quoted[1..key.quoted.len() - 1];
+        match f(raw, ws(b, i + 1))? {
+            Flow::Stop => return Some(Flow::Stop),
+            Flow::Next(end) => i = ws(b, end),
+        }
+        match *b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b'}' => return Some(Flow::Next(i + 1)),
+            _ => return None,
+        }
+    }
+}
+
+/// The index past the value at `b[i]`: strings read exactly, containers
+/// by their brackets, scalars up to the next delimiter (serde checks the
+/// values this only skips, when it parses them).
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => string(b, i).map(|(_, end)| end),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match *b.get(j)? {
+                    b'"' => j = string(b, j)?.1,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        j += 1;
+                    }
+                    b'}' | b']' => {
+                        depth -= 1;
+                        j += 1;
+                        if depth == 0 {
+                            return Some(j);
+                        }
+                    }
+                    _ => j += 1,
+                }
+            }
+        }
+        _ => {
+            let len = b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
+                .unwrap_or(b.len() - i);
+            (len > 0).then_some(i + len)
+        }
+    }
+}
+
+/// The string starting at `b[i]` (a quote) and the index past it; `None`
+/// unless it is a JSON string: closed, no control characters, escapes
+/// among `\" \\ \/ \b \f \n \r \t \uXXXX`.
+fn string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut escaped = false;
+    let mut j = i + 1;
+    loop {
+        match *b.get(j)? {
+            b'"' => break,
+            b'\\' => {
+                escaped = true;
+                j += match *b.get(j + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
+                    b'u' if b.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
+                    _ => return None,
+                };
+            }
+            0..=0x1f => return None,
+            _ => j += 1,
+        }
+    }
+    let part = Part {
+        quoted: &b[i..=j],
+        escaped,
+    };
+    Some((part, j + 1))
+}
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+#[path = "scan_tests.rs"]
+mod tests;

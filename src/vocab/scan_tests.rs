@@ -1,0 +1,110 @@
+use super::*;
+
+/// The parts of every merge of `array`, as strings; `None` when the scan
+/// or a merge fails.
+fn parts(array: &str) -> Option<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut ok = true;
+    let end = merges(array.as_bytes(), 0, |m| match m.parts() {
+        Some((a, b)) => out.push((
+            String::from_utf8(a.into_owned()).unwrap(),
+            String::from_utf8(b.into_owned()).unwrap(),
+        )),
+        None => ok = false,
+    })?;
+    assert_eq!(end, array.len(), "{array}");
+    ok.then_some(out)
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn merges_of_both_shapes_with_escapes() {
+    let want = pairs(&[("a", "b"), ("\"", "\\"), ("é", "x/"), ("Ġ", "\n")]);
+    let joined = r#"[ "a b", "\" \\","\u00e9 x\/" , "Ġ \n" ]"#;
+    assert_eq!(parts(joined), Some(want.clone()));
+    let pair = "[\n  [\"a\", \"b\"],\n  [ \"\\\"\",\"\\\\\" ],\n  [\"\\u00E9\", \"x\\/\"],\n  [\"Ġ\",\"\\n\"]\n]";
+    assert_eq!(parts(pair), Some(want));
+    assert_eq!(parts("[ ]"), Some(vec![]));
+}
+
+#[test]
+fn joined_merges_split_at_exactly_one_space() {
+    assert_eq!(parts(r#"["a b c"]"#), None);
+    assert_eq!(parts(r#"["ab"]"#), None);
+    assert_eq!(parts(r#"["\u0020a"]"#), Some(pairs(&[("", "a")])));
+    assert_eq!(parts(r##"["#version: 0.2"]"##), None);
+    // A lone surrogate is no string.
+    assert_eq!(parts(r#"["\ud800 a"]"#), None);
+}
+
+#[test]
+fn malformed_merges_are_refused() {
+    for bad in [
+        "",
+        "{}",
+        "[",
+        r#"["a b""#,
+        r#"["a b",]"#,
+        r#"["a b" "c d"]"#,
+        r#"[["a","b","c"]]"#,
+        r#"[["a"]]"#,
+        r#"[["a","b"],"c d"]"#,
+        r#"["a b",["c","d"]]"#,
+        r#"[["a",1]]"#,
+        r#"["a\x b"]"#,
+        r#"["a\u12 b"]"#,
+        "[\"a\tb\"]",
+        r#"[1]"#,
+        r#"["a b"}"#,
+    ] {
+        assert_eq!(merges(bad.as_bytes(), 0, |_| {}), None, "{bad}");
+    }
+}
+
+#[test]
+fn locates_merges_and_vocab_in_any_order() {
+    let files = [
+        (
+            r#"{"model": {"type": "BPE", "vocab": {"a": 0, "merges": 1}, "merges": [["a", "a"]]}, "x": [1, {"y": "}"}]}"#,
+            r#"{"a": 0, "merges": 1}"#,
+            r#"[["a", "a"]]"#,
+        ),
+        (
+            r#"{ "added_tokens": [{"content": "\"merges\""}], "model":{"merges":["a a"] ,"vocab":{"a":0}} }"#,
+            r#"{"a":0}"#,
+            r#"["a a"]"#,
+        ),
+    ];
+    for (file, vocab, merges) in files {
+        let b = file.as_bytes();
+        let layout = locate(b, true).expect(file);
+        assert_eq!(&file[layout.merges.clone()], merges);
+        let v = layout.vocab.expect("a vocab");
+        assert_eq!(&file[v.clone()], vocab);
+        assert_eq!(locate(b, false).expect(file).merges, layout.merges);
+        let mut cut = [v, layout.merges];
+        cut.sort_by_key(|r| r.start);
+        let spliced: serde_json::Value = serde_json::from_slice(&splice(b, &cut)).unwrap();
+        assert_eq!(spliced["model"]["merges"], serde_json::json!([]));
+        assert_eq!(spliced["model"]["vocab"], serde_json::json!([]));
+    }
+}
+
+#[test]
+fn no_layout_without_a_merges_array() {
+    for file in [
+        r#"{"model": {"vocab": {"a": 0}}}"#,
+        r#"{"model": {"merges": {"a": 0}}}"#,
+        r#"{"merges": ["a a"], "model": {}}"#,
+        r#"{"model": {"vocab": {}}, "x": 1} x"#,
+        r#"{"model": {"vocab": {}, "merges": ["a a" "b"]}}"#,
+        r#"["model"]"#,
+    ] {
+        assert!(locate(file.as_bytes(), false).is_none(), "{file}");
+    }
+}
