@@ -7,6 +7,7 @@
 //! Special-token declarations come from the private `special` module, human
 //! forms from `readable`, word resolution and suggestions from `lookup`.
 
+mod cursor;
 mod gguf;
 mod gguf_tokenizer;
 mod kind;

@@ -1,8 +1,9 @@
 //! The cheap read of `tokenizer.json`: model vocab, added tokens and the
 //! few settings that say how entries are stored — nothing else.
 //!
-//! `merges` (hundreds of thousands of pairs in real files) and the post
-//! processor are skipped with [`serde::de::IgnoredAny`]; the full
+//! `merges` (hundreds of thousands of pairs in real files) are checked and
+//! skipped by a hand-written scan (see [`super::scan`]), the post processor
+//! with [`serde::de::IgnoredAny`]; the full
 //! `tokenizers::Tokenizer` is only built when text must be encoded.
 
 use std::fmt;
@@ -13,6 +14,7 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::readable::TokenStyle;
+use super::scan;
 use crate::error::{Error, Result};
 
 /// tokenizer.json files larger than this are refused (Llama 3's is 9 MB,
@@ -126,6 +128,13 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     // the accepted contract of memory-mapped loaders. Mapping instead of
     // reading saves copying the file and a quarter of the load time.
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
+    // The merges checked by the hand-written scan, the rest parsed without
+    // them; anything unexpected (or an error) by serde over the whole file.
+    if let Some(layout) = scan::locate(&bytes, false)
+        && let Ok(raw) = serde_json::from_slice(&scan::splice(&bytes, &[layout.merges]))
+    {
+        return Ok(raw);
+    }
     serde_json::from_slice(&bytes)
         .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))
 }

@@ -13,6 +13,8 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use super::cursor::Cursor;
+
 /// Where the parts of `model` lie in a tokenizer.json.
 pub(crate) struct Layout {
     /// The `model.merges` array, brackets included.
@@ -85,8 +87,8 @@ pub(crate) enum Merge<'a> {
 /// A string of the file as written, quotes included.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Part<'a> {
-    quoted: &'a [u8],
-    escaped: bool,
+    pub(super) quoted: &'a [u8],
+    pub(super) escaped: bool,
 }
 
 impl<'a> Part<'a> {
@@ -139,36 +141,39 @@ pub(crate) fn merges<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Merge<'a>)) ->
     if b.get(i) != Some(&b'[') {
         return None;
     }
-    let mut i = ws(b, i + 1);
+    let mut cur = Cursor::new(b);
+    let mut i = cur.non_ws(i + 1);
     let pairs = match *b.get(i)? {
         b']' => return Some(i + 1),
-        c => c == b'[',
+        first => first == b'[',
     };
     loop {
         if pairs {
             if b.get(i) != Some(&b'[') {
                 return None;
             }
-            let (a, end) = string(b, ws(b, i + 1))?;
-            i = ws(b, end);
+            i = cur.non_ws(i + 1);
+            let (a, end) = cur.string(i)?;
+            i = cur.non_ws(end);
             if b.get(i) != Some(&b',') {
                 return None;
             }
-            let (c, end) = string(b, ws(b, i + 1))?;
-            i = ws(b, end);
+            i = cur.non_ws(i + 1);
+            let (z, end) = cur.string(i)?;
+            i = cur.non_ws(end);
             if b.get(i) != Some(&b']') {
                 return None;
             }
-            f(Merge::Pair(a, c));
+            f(Merge::Pair(a, z));
             i += 1;
         } else {
-            let (s, end) = string(b, i)?;
+            let (s, end) = cur.string(i)?;
             f(Merge::Joined(s));
             i = end;
         }
-        i = ws(b, i);
+        i = cur.non_ws(i);
         match *b.get(i)? {
-            b',' => i = ws(b, i + 1),
+            b',' => i = cur.non_ws(i + 1),
             b']' => return Some(i + 1),
             _ => return None,
         }
@@ -256,13 +261,24 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
 /// The string starting at `b[i]` (a quote) and the index past it; `None`
 /// unless it is a JSON string: closed, no control characters, escapes
 /// among `\" \\ \/ \b \f \n \r \t \uXXXX`.
-fn string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
+#[inline(always)]
+pub(super) fn string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
     if b.get(i) != Some(&b'"') {
         return None;
     }
     let mut escaped = false;
     let mut j = i + 1;
     loop {
+        // To the next quote, backslash or control character, eight bytes
+        // at a time.
+        while let Some(x) = word(b, j) {
+            let m = eq(x, b'"') | eq(x, b'\\') | zero(x & 0xE0E0_E0E0_E0E0_E0E0);
+            if m != 0 {
+                j += (m.trailing_zeros() / 8) as usize;
+                break;
+            }
+            j += 8;
+        }
         match *b.get(j)? {
             b'"' => break,
             b'\\' => {
@@ -284,12 +300,47 @@ fn string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
     Some((part, j + 1))
 }
 
-/// The index of the first byte at or after `i` that is not JSON whitespace.
+/// The index of the first byte at or after `i` that is not JSON whitespace
+/// (the runs of indentation of pretty-printed files, eight bytes at a time).
+#[inline(always)]
 fn ws(b: &[u8], mut i: usize) -> usize {
+    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        return i;
+    }
+    while let Some(x) = word(b, i) {
+        let other = !(eq(x, b' ') | eq(x, b'\n') | eq(x, b'\r') | eq(x, b'\t')) & HIGH;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
     while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
         i += 1;
     }
     i
+}
+
+/// The high bit of every byte.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes at `b[i..]`, first byte lowest, when there are eight.
+#[inline(always)]
+fn word(b: &[u8], i: usize) -> Option<u64> {
+    let bytes = b.get(i..i + 8)?;
+    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// The high bit set in each byte of `x` that is zero (exactly: no carries
+/// between bytes).
+#[inline(always)]
+fn zero(x: u64) -> u64 {
+    !(((x & !HIGH) + !HIGH) | x) & HIGH
+}
+
+/// The high bit set in each byte of `x` equal to `c`.
+#[inline(always)]
+fn eq(x: u64, c: u8) -> u64 {
+    zero(x ^ (u64::from(c) * 0x0101_0101_0101_0101))
 }
 
 #[cfg(test)]
