@@ -130,7 +130,7 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
     // The merges checked by the hand-written scan, the rest parsed without
     // them; anything unexpected (or an error) by serde over the whole file.
-    if let Some(layout) = scan::locate(&bytes, false)
+    if let Some(layout) = scan::locate(&bytes, false, |_| {})
         && let Ok(raw) = serde_json::from_slice(&scan::splice(&bytes, &[layout.merges]))
     {
         return Ok(raw);

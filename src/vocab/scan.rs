@@ -23,17 +23,21 @@ pub(crate) struct Layout {
     pub vocab: Option<Range<usize>>,
 }
 
-/// Finds `model.merges` (an array of merges, see [`merges`]) in `b`, and
-/// `model.vocab` too `with_vocab`; stops as soon as they are found.
-/// `None` when the file is not an object whose `model` object has a
-/// `merges` array of one of the two shapes.
-pub(crate) fn locate(b: &[u8], with_vocab: bool) -> Option<Layout> {
+/// Finds `model.merges` (an array of merges, see [`merges`], each passed
+/// to `on_merge`) in `b`, and `model.vocab` too `with_vocab`; stops as soon
+/// as they are found. `None` when the file is not an object whose `model`
+/// object has a `merges` array of one of the two shapes.
+pub(crate) fn locate<'a>(
+    b: &'a [u8],
+    with_vocab: bool,
+    mut on_merge: impl FnMut(Merge<'a>),
+) -> Option<Layout> {
     let mut found_merges = None;
     let mut vocab = None;
     let mut in_model = |key: &[u8], start: usize| -> Option<Flow> {
         let end = match key {
             b"merges" => {
-                let end = merges(b, start, |_| {})?;
+                let end = merges(b, start, &mut on_merge)?;
                 found_merges = Some(start..end);
                 end
             }
@@ -92,6 +96,21 @@ pub(crate) struct Part<'a> {
 }
 
 impl<'a> Part<'a> {
+    /// The string written `quoted` (quotes included), as [`merges`] found
+    /// it in a file.
+    pub(crate) fn new(quoted: &'a [u8]) -> Part<'a> {
+        Part {
+            quoted,
+            escaped: quoted.contains(&b'\\'),
+        }
+    }
+
+    /// Where the string lies in `file`, which holds it.
+    pub(crate) fn range_in(self, file: &[u8]) -> Range<usize> {
+        let start = self.quoted.as_ptr() as usize - file.as_ptr() as usize;
+        start..start + self.quoted.len()
+    }
+
     /// The string's bytes: borrowed when it has no escape, else decoded
     /// (`None` when the escapes do not make a string, as a lone surrogate).
     fn text(self) -> Option<Cow<'a, [u8]>> {
@@ -228,11 +247,12 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string(b, i).map(|(_, end)| end),
         b'{' | b'[' => {
+            let mut cur = Cursor::new(b);
             let mut depth = 0usize;
             let mut j = i;
             loop {
                 match *b.get(j)? {
-                    b'"' => j = string(b, j)?.1,
+                    b'"' => j = cur.string(j)?.1,
                     b'{' | b'[' => {
                         depth += 1;
                         j += 1;
@@ -246,6 +266,7 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
                     }
                     _ => j += 1,
                 }
+                j = cur.non_ws(j);
             }
         }
         _ => {

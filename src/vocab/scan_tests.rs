@@ -82,11 +82,11 @@ fn locates_merges_and_vocab_in_any_order() {
     ];
     for (file, vocab, merges) in files {
         let b = file.as_bytes();
-        let layout = locate(b, true).expect(file);
+        let layout = locate(b, true, |_| {}).expect(file);
         assert_eq!(&file[layout.merges.clone()], merges);
         let v = layout.vocab.expect("a vocab");
         assert_eq!(&file[v.clone()], vocab);
-        assert_eq!(locate(b, false).expect(file).merges, layout.merges);
+        assert_eq!(locate(b, false, |_| {}).expect(file).merges, layout.merges);
         let mut cut = [v, layout.merges];
         cut.sort_by_key(|r| r.start);
         let spliced: serde_json::Value = serde_json::from_slice(&splice(b, &cut)).unwrap();
@@ -105,6 +105,6 @@ fn no_layout_without_a_merges_array() {
         r#"{"model": {"vocab": {}, "merges": ["a a" "b"]}}"#,
         r#"["model"]"#,
     ] {
-        assert!(locate(file.as_bytes(), false).is_none(), "{file}");
+        assert!(locate(file.as_bytes(), false, |_| {}).is_none(), "{file}");
     }
 }

@@ -73,26 +73,51 @@ pub(super) fn cuts_down(vocab: &Vocab) -> bool {
 }
 
 /// The tokenizer.json of a vocabulary [`cuts_down`], read while the passes
-/// run: its small parts parsed, its merges array found and kept as written
-/// (filtered once the candidates are known), its vocab not read at all
-/// (the loaded [`Vocab`] has it).
+/// run: its small parts parsed, its merges checked and their strings
+/// located (filtered once the candidates are known), its vocab not read at
+/// all (the loaded [`Vocab`] has it).
 pub(super) struct Parsed<'a> {
     file: File,
-    merges: &'a [u8],
+    bytes: &'a [u8],
+    /// Where each merge's strings lie in `bytes`, quotes included: two a
+    /// merge when `pairs`, else one (`"a b"`).
+    strings: Vec<[u32; 2]>,
+    pairs: bool,
 }
 
 /// Parses `bytes`, the tokenizer.json, with `model.vocab` and
 /// `model.merges` cut out (see [`scan`]); `None` when it does not parse as
 /// the BPE file expected (the full tokenizer is then used).
 pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
-    let layout = scan::locate(bytes, true)?;
-    let vocab = layout.vocab.filter(|v| bytes[v.start] == b'{')?;
-    let mut cut = [vocab, layout.merges.clone()];
+    let mut strings = Vec::new();
+    let mut pairs = true;
+    let mut fits = true;
+    let mut at = |part: scan::Part| {
+        let r = part.range_in(bytes);
+        match (u32::try_from(r.start), u32::try_from(r.end)) {
+            (Ok(start), Ok(end)) => strings.push([start, end]),
+            _ => fits = false,
+        }
+    };
+    let layout = scan::locate(bytes, true, |merge| match merge {
+        Merge::Pair(a, b) => {
+            at(a);
+            at(b);
+        }
+        Merge::Joined(s) => {
+            pairs = false;
+            at(s);
+        }
+    })?;
+    let vocab = layout.vocab.filter(|v| bytes[v.start] == b'{' && fits)?;
+    let mut cut = [vocab, layout.merges];
     cut.sort_by_key(|r| r.start);
     let file = serde_json::from_slice(&scan::splice(bytes, &cut)).ok()?;
     Some(Parsed {
         file,
-        merges: &bytes[layout.merges],
+        bytes,
+        strings,
+        pairs,
     })
 }
 
@@ -154,7 +179,7 @@ fn restricted<'t>(
             out.insert(content.to_string(), json!(id));
         }
     }
-    let merges = kept_merges(parsed.merges, &out, &keep)?;
+    let merges = kept_merges(parsed, &out, &keep)?;
     let json = json!({
         "version": "1.0",
         "truncation": null,
@@ -180,36 +205,38 @@ fn restricted<'t>(
     json.to_string().parse().ok()
 }
 
-/// The merges of the `raw` array, in order, whose parts are both `known`
-/// and whose result is in `keep`, as `[a, b]` pairs. One scan that
-/// allocates only for strings with escapes and for the merges kept (a few
-/// hundred of Llama 3's 280k); `None` when a merge is not as the tokenizers
-/// crate reads it (the full tokenizer then answers).
+/// The merges of `parsed`, in order, whose parts are both `known` and
+/// whose result is in `keep`, as `[a, b]` pairs. Allocates only for strings
+/// with escapes and for the merges kept (a few hundred of Llama 3's 280k);
+/// `None` when a merge is not as the tokenizers crate reads it (the full
+/// tokenizer then answers).
 fn kept_merges(
-    raw: &[u8],
+    parsed: &Parsed,
     known: &serde_json::Map<String, Value>,
     keep: &HashSet<String>,
 ) -> Option<Vec<Value>> {
     let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
+    let part = |[start, end]: [u32; 2]| scan::Part::new(&parsed.bytes[start as usize..end as usize]);
     let mut out = Vec::new();
-    let mut bad = false;
-    scan::merges(raw, 0, |merge: Merge| {
-        let Some((a, b)) = merge.parts() else {
-            bad = true;
-            return;
+    for strings in parsed.strings.chunks(if parsed.pairs { 2 } else { 1 }) {
+        let merge = match *strings {
+            [a, b] => Merge::Pair(part(a), part(b)),
+            [s] => Merge::Joined(part(s)),
+            _ => return None,
         };
+        let (a, b) = merge.parts()?;
         if !(known.contains(&*a) && known.contains(&*b)) {
-            return;
+            continue;
         }
         // Both parts are known strings, so valid UTF-8.
         let (Ok(a), Ok(b)) = (std::str::from_utf8(&a), std::str::from_utf8(&b)) else {
-            return;
+            continue;
         };
         if keep.contains(&format!("{a}{b}")) {
             out.push(json!([a, b]));
         }
-    })?;
-    (!bad).then_some(out)
+    }
+    Some(out)
 }
 
 /// The words the model sees for `text`: normalised, pre-tokenized.
