@@ -108,3 +108,47 @@ fn no_layout_without_a_merges_array() {
         assert!(locate(file.as_bytes(), false, |_| {}).is_none(), "{file}");
     }
 }
+
+/// The error of loading a directory whose tokenizer.json is `text`.
+fn load(text: &str) -> std::result::Result<usize, String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+    crate::vocab::Vocab::load(dir.path(), None)
+        .map(|v| v.unwrap().size())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn load_refuses_malformed_merges_as_serde_does() {
+    // The scan refuses them, serde's parse of the whole file says where.
+    for merges in [
+        "[[\"a\", \"b\"],]",
+        "[[\"a\" \"b\"]]",
+        "[\"a\\x b\"]",
+        "[\"a b\"",
+    ] {
+        let text = format!(r#"{{"model": {{"vocab": {{"a": 0, "b": 1}}, "merges": {merges}}}}}"#);
+        let json = serde_json::from_str::<serde_json::Value>(&text).unwrap_err();
+        let at = format!("line {} column {}", json.line(), json.column());
+        let err = load(&text).unwrap_err();
+        assert!(err.contains("tokenizer.json"), "{err}");
+        assert!(err.contains("not a valid tokenizer file"), "{err}");
+        assert!(err.contains(&at), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+    }
+}
+
+#[test]
+fn load_reads_merges_the_scan_leaves_to_serde() {
+    // Valid JSON of other shapes (three parts, mixed, numbers): read by
+    // serde over the whole file as before.
+    for merges in [
+        "[[\"a\", \"b\", \"c\"]]",
+        "[[\"a\", \"b\"], \"a b\"]",
+        "[1, {}]",
+        "[\"a b\", \"a\\u0020b\"]",
+    ] {
+        let text = format!(r#"{{"model": {{"vocab": {{"a": 0, "b": 1}}, "merges": {merges}}}}}"#);
+        assert_eq!(load(&text), Ok(2), "{merges}");
+    }
+}

@@ -294,6 +294,103 @@ mod tests {
         }
     }
 
+    /// A copy of the byte-level fixture in a temporary directory, its
+    /// merges array written as `merges` gives it.
+    fn with_merges(merges: impl Fn(&[(String, String)]) -> String) -> tempfile::TempDir {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pieces-byte-level");
+        let text = std::fs::read_to_string(root.join("tokenizer.json")).unwrap();
+        let mut file: Value = serde_json::from_str(&text).unwrap();
+        let pairs: Vec<(String, String)> =
+            serde_json::from_value(file["model"]["merges"].take()).unwrap();
+        file["model"]["merges"] = json!("@merges@");
+        let text = serde_json::to_string_pretty(&file)
+            .unwrap()
+            .replace("\"@merges@\"", &merges(&pairs));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+        dir
+    }
+
+    /// `s` as a JSON string with every character but ASCII letters and
+    /// digits escaped (`\"`, `\\`, `\/`, else `\uXXXX`, surrogate pairs
+    /// beyond the BMP).
+    fn escaped(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '/' => out.push_str("\\/"),
+                c if c.is_ascii_alphanumeric() => out.push(c),
+                c => {
+                    let mut units = [0; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// The answers for every id of the vocabulary in `dir`: through the
+    /// cut-down tokenizer (`None` when the file does not parse for it) and
+    /// the full one.
+    fn answers(dir: &Path) -> (Option<Vec<Option<bool>>>, Vec<Option<bool>>) {
+        let v = Vocab::load(dir, None).unwrap().unwrap();
+        let ids: Vec<u32> = (0..v.size() as u32).collect();
+        let bytes = std::fs::read(v.file()).unwrap();
+        let cut = parse(&bytes).map(|parsed| {
+            let texts: Vec<String> = ids.iter().filter_map(|&id| v.own_text(id)).collect();
+            assert!(restricted(&v, &parsed, texts.iter()).is_some());
+            reachable(&v, &ids, Some(&parsed))
+        });
+        let full = ids.iter().map(|&id| v.reaches_itself(id)).collect();
+        (cut, full)
+    }
+
+    #[test]
+    fn merges_of_both_shapes_with_escapes() {
+        // Every string escaped (`\"`, `\\`, `\/`, `\u00e9`-style), as pairs
+        // and joined: the same answers as the full tokenizer reading them.
+        let pairs = with_merges(|m| {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| format!("[{}, {}]", escaped(a), escaped(b)))
+                .collect();
+            format!("[\n{}\n]", items.join(",\n"))
+        });
+        let joined = with_merges(|m| {
+            let items: Vec<String> = m.iter().map(|(a, b)| escaped(&format!("{a} {b}"))).collect();
+            format!("[{}]", items.join(", "))
+        });
+        for dir in [&pairs, &joined] {
+            let (cut, full) = answers(dir.path());
+            assert_eq!(cut, Some(full.clone()));
+            assert!(full.iter().filter(|r| **r == Some(true)).count() > 50);
+        }
+    }
+
+    #[test]
+    fn unexpected_merges_use_the_full_tokenizer() {
+        // Valid JSON the tokenizers crate refuses (three parts, mixed
+        // shapes): no cut-down tokenizer, the full one's answers, no panic.
+        let three = with_merges(|m| {
+            let items: Vec<String> = m.iter().map(|(a, b)| json!([a, b, "x"]).to_string()).collect();
+            format!("[{}]", items.join(","))
+        });
+        let mixed = with_merges(|m| {
+            let (a, b) = &m[0];
+            format!("[{}, {}]", json!([a, b]), json!(format!("{a} {b}")))
+        });
+        for dir in [&three, &mixed] {
+            let (cut, full) = answers(dir.path());
+            assert_eq!(cut, None);
+            assert!(full.iter().all(Option::is_none), "{full:?}");
+        }
+    }
+
     #[test]
     fn substrings_on_char_boundaries() {
         let mut set = HashSet::new();
