@@ -1,6 +1,7 @@
-//! A forward cursor over JSON text that finds the next non-whitespace byte
-//! and the end of a string from bitmasks of 64-byte blocks (whitespace,
-//! quotes, backslashes, control characters), so that the runs of
+//! A forward cursor over JSON text that finds the next non-whitespace byte,
+//! the next quote or bracket and the end of a string from bitmasks of
+//! 64-byte blocks (whitespace, quotes, backslashes, control characters,
+//! brackets), so that the runs of
 //! indentation and the short strings of a pretty-printed merges array cost
 //! a bit scan each instead of a loop of unpredictable length.
 //!
@@ -21,6 +22,8 @@ struct Masks {
     quote: u64,
     /// `\` and the control characters (below 0x20), never raw in a string.
     special: u64,
+    /// `{`, `}`, `[`, `]`.
+    bracket: u64,
 }
 
 /// See the module docs. Positions only move forward.
@@ -73,6 +76,23 @@ impl<'a> Cursor<'a> {
             let other = !self.masks.ws >> k;
             if other != 0 {
                 return (i + other.trailing_zeros() as usize).min(self.b.len());
+            }
+            i = self.start + BLOCK;
+        }
+    }
+
+    /// The index of the first quote or bracket at or after `i` (`b.len()`
+    /// when there is none).
+    #[inline(always)]
+    pub fn quote_or_bracket(&mut self, mut i: usize) -> usize {
+        loop {
+            if i >= self.b.len() {
+                return i.min(self.b.len());
+            }
+            let k = self.at(i);
+            let found = (self.masks.quote | self.masks.bracket) >> k;
+            if found != 0 {
+                return (i + found.trailing_zeros() as usize).min(self.b.len());
             }
             i = self.start + BLOCK;
         }
@@ -135,6 +155,7 @@ fn classify(chunk: &[u8; BLOCK]) -> Masks {
             m.ws |= (eq(b' ') | eq(b'\n') | eq(b'\r') | eq(b'\t')) << shift;
             m.quote |= eq(b'"') << shift;
             m.special |= (eq(b'\\') | u64::from(ctrl as u16)) << shift;
+            m.bracket |= (eq(b'{') | eq(b'}') | eq(b'[') | eq(b']')) << shift;
         }
     }
     m
@@ -148,6 +169,7 @@ fn classify(chunk: &[u8; BLOCK]) -> Masks {
         m.ws |= u64::from(matches!(c, b' ' | b'\n' | b'\r' | b'\t')) << k;
         m.quote |= u64::from(c == b'"') << k;
         m.special |= u64::from(c == b'\\' || c < 0x20) << k;
+        m.bracket |= u64::from(matches!(c, b'{' | b'}' | b'[' | b']')) << k;
     }
     m
 }
@@ -199,6 +221,7 @@ mod tests {
                 assert_eq!(bit(m.ws), b" \n\r\t".contains(&c), "{c}");
                 assert_eq!(bit(m.quote), c == b'"', "{c}");
                 assert_eq!(bit(m.special), c == b'\\' || c < 0x20, "{c}");
+                assert_eq!(bit(m.bracket), b"{}[]".contains(&c), "{c}");
             }
         }
     }

@@ -16,6 +16,7 @@ mod parse;
 mod readable;
 pub(crate) mod scan;
 mod special;
+mod template;
 
 use std::collections::HashSet;
 use std::fmt;

@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::cursor::Cursor;
+use super::template::Template;
 
 /// Where the parts of `model` lie in a tokenizer.json.
 pub(crate) struct Layout {
@@ -144,7 +145,10 @@ impl<'a> Merge<'a> {
                     }
                     Cow::Owned(t) => {
                         let at = split(&t)?;
-                        Some((Cow::Owned(t[..at].to_vec()), Cow::Owned(t[at + 1..].to_vec())))
+                        Some((
+                            Cow::Owned(t[..at].to_vec()),
+                            Cow::Owned(t[at + 1..].to_vec()),
+                        ))
                     }
                 }
             }
@@ -155,7 +159,8 @@ impl<'a> Merge<'a> {
 /// Scans the merges array starting at `b[i]`, calling `f` on each merge in
 /// order; returns the index just past the array. `None` unless it is an
 /// array of strings or of two-string arrays (one shape throughout, as the
-/// tokenizers crate wants) in well-formed JSON.
+/// tokenizers crate wants) in well-formed JSON. Merges laid out as the
+/// previous one are read by its [`Template`].
 pub(crate) fn merges<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Merge<'a>)) -> Option<usize> {
     if b.get(i) != Some(&b'[') {
         return None;
@@ -166,8 +171,15 @@ pub(crate) fn merges<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Merge<'a>)) ->
         b']' => return Some(i + 1),
         first => first == b'[',
     };
+    let mut template: Option<Template> = None;
     loop {
-        if pairs {
+        if let Some((merge, next)) = template.and_then(|t| t.read(b, i)) {
+            f(merge);
+            i = next;
+            continue;
+        }
+        let open = i;
+        let merge = if pairs {
             if b.get(i) != Some(&b'[') {
                 return None;
             }
@@ -183,16 +195,23 @@ pub(crate) fn merges<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Merge<'a>)) ->
             if b.get(i) != Some(&b']') {
                 return None;
             }
-            f(Merge::Pair(a, z));
             i += 1;
+            Merge::Pair(a, z)
         } else {
             let (s, end) = cur.string(i)?;
-            f(Merge::Joined(s));
             i = end;
-        }
+            Merge::Joined(s)
+        };
+        f(merge);
         i = cur.non_ws(i);
         match *b.get(i)? {
-            b',' => i = cur.non_ws(i + 1),
+            b',' => {
+                i = cur.non_ws(i + 1);
+                template = match merge {
+                    Merge::Pair(a, z) => Template::learn(b, open, &[a, z], i),
+                    Merge::Joined(s) => Template::learn(b, open, &[s], i),
+                };
+            }
             b']' => return Some(i + 1),
             _ => return None,
         }
@@ -241,8 +260,8 @@ fn each_member(
 }
 
 /// The index past the value at `b[i]`: strings read exactly, containers
-/// by their brackets, scalars up to the next delimiter (serde checks the
-/// values this only skips, when it parses them).
+/// by their brackets and strings only, scalars up to the next delimiter
+/// (serde checks the values this only skips, when it parses them).
 fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string(b, i).map(|(_, end)| end),
@@ -257,16 +276,15 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
                         depth += 1;
                         j += 1;
                     }
-                    b'}' | b']' => {
+                    _ => {
                         depth -= 1;
                         j += 1;
                         if depth == 0 {
                             return Some(j);
                         }
                     }
-                    _ => j += 1,
                 }
-                j = cur.non_ws(j);
+                j = cur.quote_or_bracket(j);
             }
         }
         _ => {

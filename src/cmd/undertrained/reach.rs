@@ -216,7 +216,8 @@ fn kept_merges(
     keep: &HashSet<String>,
 ) -> Option<Vec<Value>> {
     let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
-    let part = |[start, end]: [u32; 2]| scan::Part::new(&parsed.bytes[start as usize..end as usize]);
+    let part =
+        |[start, end]: [u32; 2]| scan::Part::new(&parsed.bytes[start as usize..end as usize]);
     let mut out = Vec::new();
     for strings in parsed.strings.chunks(if parsed.pairs { 2 } else { 1 }) {
         let merge = match *strings {
@@ -362,7 +363,10 @@ mod tests {
             format!("[\n{}\n]", items.join(",\n"))
         });
         let joined = with_merges(|m| {
-            let items: Vec<String> = m.iter().map(|(a, b)| escaped(&format!("{a} {b}"))).collect();
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| escaped(&format!("{a} {b}")))
+                .collect();
             format!("[{}]", items.join(", "))
         });
         for dir in [&pairs, &joined] {
@@ -377,7 +381,10 @@ mod tests {
         // Valid JSON the tokenizers crate refuses (three parts, mixed
         // shapes): no cut-down tokenizer, the full one's answers, no panic.
         let three = with_merges(|m| {
-            let items: Vec<String> = m.iter().map(|(a, b)| json!([a, b, "x"]).to_string()).collect();
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| json!([a, b, "x"]).to_string())
+                .collect();
             format!("[{}]", items.join(","))
         });
         let mixed = with_merges(|m| {
