@@ -157,7 +157,7 @@ impl Vocab {
         let mut max_id: Option<u32> = None;
         for id in vocab
             .iter()
-            .map(|e| e.1)
+            .map(|e| e.id)
             .chain(raw_added.iter().map(|a| a.id))
         {
             if id >= parse::MAX_ID {
@@ -170,18 +170,13 @@ impl Vocab {
         }
         let size = max_id.map_or(0, |m| m as usize + 1);
 
-        let mut entries = Vec::with_capacity(vocab.len() + raw_added.len());
+        let mut entries = vocab;
+        entries.reserve_exact(raw_added.len());
         let mut by_id = vec![NO_ENTRY; size];
-        for (token, id) in vocab {
-            let index = entries.len() as u32;
-            if by_id[id as usize] == NO_ENTRY {
-                by_id[id as usize] = index;
+        for (index, e) in entries.iter().enumerate() {
+            if by_id[e.id as usize] == NO_ENTRY {
+                by_id[e.id as usize] = index as u32;
             }
-            entries.push(Entry {
-                token,
-                id,
-                added: false,
-            });
         }
         let mut added = Vec::with_capacity(raw_added.len());
         let mut special_ids = HashSet::new();

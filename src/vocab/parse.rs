@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::Entry;
 use super::readable::TokenStyle;
 use super::scan;
 use crate::error::{Error, Result};
@@ -64,9 +65,9 @@ pub(crate) struct RawModel {
 
 /// `model.vocab`: an object token → id (BPE, WordPiece, WordLevel) or an
 /// array of `[token, score]` whose index is the id (Unigram), read straight
-/// into (token, id) pairs without an intermediate `Value`.
+/// into the vocabulary's entries without an intermediate `Value`.
 pub(crate) struct RawVocab {
-    pub entries: Vec<(String, u32)>,
+    pub entries: Vec<Entry>,
     pub is_list: bool,
 }
 
@@ -88,7 +89,8 @@ impl<'de> Visitor<'de> for VocabVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<RawVocab, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 20));
         while let Some((token, id)) = map.next_entry::<String, u32>()? {
-            entries.push((token, id));
+            let added = false;
+            entries.push(Entry { token, id, added });
         }
         Ok(RawVocab {
             entries,
@@ -101,7 +103,8 @@ impl<'de> Visitor<'de> for VocabVisitor {
         while let Some((token, _score)) = seq.next_element::<(String, f64)>()? {
             let id = u32::try_from(entries.len())
                 .map_err(|_| serde::de::Error::custom("more than 2^32 vocab entries"))?;
-            entries.push((token, id));
+            let added = false;
+            entries.push(Entry { token, id, added });
         }
         Ok(RawVocab {
             entries,
