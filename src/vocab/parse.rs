@@ -2,8 +2,9 @@
 //! few settings that say how entries are stored — nothing else.
 //!
 //! `merges` (hundreds of thousands of pairs in real files) are checked and
-//! skipped by a hand-written scan (see [`super::scan`]), the post processor
-//! with [`serde::de::IgnoredAny`]; the full
+//! skipped, and an object `model.vocab` read, by a hand-written scan (see
+//! [`super::scan`]); serde parses the rest and skips the post processor;
+//! the full
 //! `tokenizers::Tokenizer` is only built when text must be encoded.
 
 use std::fmt;
@@ -131,15 +132,48 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     // the accepted contract of memory-mapped loaders. Mapping instead of
     // reading saves copying the file and a quarter of the load time.
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
-    // The merges checked by the hand-written scan, the rest parsed without
-    // them; anything unexpected (or an error) by serde over the whole file.
-    if let Some(layout) = scan::locate(&bytes, false, |_| {})
-        && let Ok(raw) = serde_json::from_slice(&scan::splice(&bytes, &[layout.merges]))
-    {
-        return Ok(raw);
+    // The merges checked and the vocab object read by the hand-written
+    // scan, the rest parsed without them; anything unexpected (or an
+    // error) by serde over the whole file.
+    if let Some(layout) = scan::locate(&bytes, true, |_| {}) {
+        let mut cut: Vec<_> = layout.merges.into_iter().collect();
+        let entries = layout.vocab.and_then(|v| {
+            let entries = vocab_entries(&bytes, v.start)?;
+            cut.push(v);
+            Some(entries)
+        });
+        cut.sort_by_key(|r| r.start);
+        if let Ok(mut raw) = serde_json::from_slice::<RawTokenizer>(&scan::splice(&bytes, &cut)) {
+            if let Some(entries) = entries {
+                let is_list = false;
+                raw.model.vocab = Some(RawVocab { entries, is_list });
+            }
+            return Ok(raw);
+        }
     }
     serde_json::from_slice(&bytes)
         .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))
+}
+
+/// The entries of the vocab object at `bytes[i]`, read by [`scan::vocab`];
+/// `None` when it is not one it reads or a token is not a string.
+fn vocab_entries(bytes: &[u8], i: usize) -> Option<Vec<Entry>> {
+    let mut entries = Vec::new();
+    let mut ok = true;
+    scan::vocab(bytes, i, |token, id| {
+        match token
+            .text()
+            .and_then(|t| String::from_utf8(t.into_owned()).ok())
+        {
+            Some(token) => entries.push(Entry {
+                token,
+                id,
+                added: false,
+            }),
+            None => ok = false,
+        }
+    })?;
+    ok.then_some(entries)
 }
 
 /// The model name as `info` shows it: the `type` when present, otherwise

@@ -18,8 +18,8 @@ use super::template::Template;
 
 /// Where the parts of `model` lie in a tokenizer.json.
 pub(crate) struct Layout {
-    /// The `model.merges` array, brackets included.
-    pub merges: Range<usize>,
+    /// The `model.merges` array, brackets included, when present.
+    pub merges: Option<Range<usize>>,
     /// The `model.vocab` value, when asked for and present.
     pub vocab: Option<Range<usize>>,
 }
@@ -27,7 +27,8 @@ pub(crate) struct Layout {
 /// Finds `model.merges` (an array of merges, see [`merges`], each passed
 /// to `on_merge`) in `b`, and `model.vocab` too `with_vocab`; stops as soon
 /// as they are found. `None` when the file is not an object whose `model`
-/// object has a `merges` array of one of the two shapes.
+/// object has one of them, or its `merges` is not an array of one of the
+/// two shapes.
 pub(crate) fn locate<'a>(
     b: &'a [u8],
     with_vocab: bool,
@@ -62,8 +63,11 @@ pub(crate) fn locate<'a>(
         Flow::Next(end) if ws(b, end) == b.len() => {}
         Flow::Next(_) => return None,
     }
+    if found_merges.is_none() && vocab.is_none() {
+        return None;
+    }
     Some(Layout {
-        merges: found_merges?,
+        merges: found_merges,
         vocab,
     })
 }
@@ -114,7 +118,7 @@ impl<'a> Part<'a> {
 
     /// The string's bytes: borrowed when it has no escape, else decoded
     /// (`None` when the escapes do not make a string, as a lone surrogate).
-    fn text(self) -> Option<Cow<'a, [u8]>> {
+    pub(crate) fn text(self) -> Option<Cow<'a, [u8]>> {
         if self.escaped {
             let s: String = serde_json::from_slice(self.quoted).ok()?;
             Some(Cow::Owned(s.into_bytes()))
@@ -213,6 +217,44 @@ pub(crate) fn merges<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Merge<'a>)) ->
                 };
             }
             b']' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Reads the object of token ids at `b[i]` (`model.vocab` of BPE,
+/// WordPiece and WordLevel files), calling `f` on each entry in order;
+/// returns the index just past it. `None` unless every value is a plain
+/// integer of `u32` (serde reads anything else, and says what is wrong).
+pub(crate) fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32)) -> Option<usize> {
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut cur = Cursor::new(b);
+    let mut i = cur.non_ws(i + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        let (token, end) = cur.string(i)?;
+        i = cur.non_ws(end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = cur.non_ws(i + 1);
+        // `0` or digits without a leading zero.
+        let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 || digits > 10 || (digits > 1 && b[i] == b'0') {
+            return None;
+        }
+        let id = b[i..i + digits].iter().try_fold(0u32, |n, &c| {
+            n.checked_mul(10)?.checked_add(u32::from(c - b'0'))
+        })?;
+        f(token, id);
+        i = cur.non_ws(i + digits);
+        match *b.get(i)? {
+            b',' => i = cur.non_ws(i + 1),
+            b'}' => return Some(i + 1),
             _ => return None,
         }
     }

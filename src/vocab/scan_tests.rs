@@ -83,11 +83,15 @@ fn locates_merges_and_vocab_in_any_order() {
     for (file, vocab, merges) in files {
         let b = file.as_bytes();
         let layout = locate(b, true, |_| {}).expect(file);
-        assert_eq!(&file[layout.merges.clone()], merges);
+        let m = layout.merges.expect("merges");
+        assert_eq!(&file[m.clone()], merges);
         let v = layout.vocab.expect("a vocab");
         assert_eq!(&file[v.clone()], vocab);
-        assert_eq!(locate(b, false, |_| {}).expect(file).merges, layout.merges);
-        let mut cut = [v, layout.merges];
+        assert_eq!(
+            locate(b, false, |_| {}).expect(file).merges,
+            Some(m.clone())
+        );
+        let mut cut = [v, m];
         cut.sort_by_key(|r| r.start);
         let spliced: serde_json::Value = serde_json::from_slice(&splice(b, &cut)).unwrap();
         assert_eq!(spliced["model"]["merges"], serde_json::json!([]));
@@ -96,9 +100,9 @@ fn locates_merges_and_vocab_in_any_order() {
 }
 
 #[test]
-fn no_layout_without_a_merges_array() {
+fn no_layout_without_merges_or_vocab() {
     for file in [
-        r#"{"model": {"vocab": {"a": 0}}}"#,
+        r#"{"model": {"vocab_x": {"a": 0}}}"#,
         r#"{"model": {"merges": {"a": 0}}}"#,
         r#"{"merges": ["a a"], "model": {}}"#,
         r#"{"model": {"vocab": {}}, "x": 1} x"#,
@@ -150,5 +154,63 @@ fn load_reads_merges_the_scan_leaves_to_serde() {
     ] {
         let text = format!(r#"{{"model": {{"vocab": {{"a": 0, "b": 1}}, "merges": {merges}}}}}"#);
         assert_eq!(load(&text), Ok(2), "{merges}");
+    }
+}
+
+#[test]
+fn vocab_objects_of_plain_ids() {
+    let read = |s: &str| {
+        let mut out = Vec::new();
+        let end = vocab(s.as_bytes(), 0, |t, id| {
+            out.push((
+                String::from_utf8(t.text().unwrap().into_owned()).unwrap(),
+                id,
+            ))
+        })?;
+        assert_eq!(end, s.len(), "{s}");
+        Some(out)
+    };
+    let want = [("a", 0), ("é\"", u32::MAX), ("a", 12)];
+    let want: Vec<(String, u32)> = want.iter().map(|&(t, id)| (t.to_string(), id)).collect();
+    assert_eq!(
+        read(r#"{ "a": 0, "\u00e9\"": 4294967295 ,"a":12}"#),
+        Some(want)
+    );
+    assert_eq!(read("{ }"), Some(vec![]));
+    for bad in [
+        r#"{"a": 01}"#,
+        r#"{"a": -1}"#,
+        r#"{"a": -0}"#,
+        r#"{"a": 1.0}"#,
+        r#"{"a": 1e2}"#,
+        r#"{"a": 4294967296}"#,
+        r#"{"a": 99999999999}"#,
+        r#"{"a" 1}"#,
+        r#"{"a": 1,}"#,
+        r#"{"a": "1"}"#,
+        r#"{"a": 1"#,
+    ] {
+        assert_eq!(read(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn load_reads_vocabs_the_scan_leaves_to_serde() {
+    // A list (Unigram) loads as before; what the scan refuses, serde
+    // refuses with its own message.
+    for (vocab, size) in [
+        (r#"{"\u0041": 4, "b": 1}"#, 5),
+        (r#"[["a", 0.0], ["b", -1.5]]"#, 2),
+    ] {
+        let text = format!(r#"{{"model": {{"vocab": {vocab}, "merges": []}}}}"#);
+        assert_eq!(load(&text), Ok(size), "{vocab}");
+    }
+    for vocab in [r#"{"a": 1.5}"#, r#"{"a": -0}"#, r#"{"a": 01}"#] {
+        let text = format!(r#"{{"model": {{"merges": [], "vocab": {vocab}}}}}"#);
+        let err = load(&text).unwrap_err();
+        let json = serde_json::from_str::<super::super::parse::RawTokenizer>(&text)
+            .err()
+            .unwrap();
+        assert!(err.ends_with(&json.to_string()), "{err} / {json}");
     }
 }
