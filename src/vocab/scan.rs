@@ -133,9 +133,9 @@ impl<'a> Merge<'a> {
     /// merge splits at its one space (`None` with none or several; `None`
     /// too for a `#version` line, which it skips). Allocates only for a
     /// string with escapes.
-    pub(crate) fn parts(self) -> Option<(Cow<'a, [u8]>, Cow<'a, [u8]>)> {
+    pub(crate) fn parts(self) -> Option<[Cow<'a, [u8]>; 2]> {
         match self {
-            Merge::Pair(a, b) => Some((a.text()?, b.text()?)),
+            Merge::Pair(a, b) => Some([a.text()?, b.text()?]),
             Merge::Joined(s) => {
                 let split = |t: &[u8]| {
                     let at = t.iter().position(|&c| c == b' ')?;
@@ -145,14 +145,14 @@ impl<'a> Merge<'a> {
                 match s.text()? {
                     Cow::Borrowed(t) => {
                         let at = split(t)?;
-                        Some((Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])))
+                        Some([Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])])
                     }
                     Cow::Owned(t) => {
                         let at = split(&t)?;
-                        Some((
+                        Some([
                             Cow::Owned(t[..at].to_vec()),
                             Cow::Owned(t[at + 1..].to_vec()),
-                        ))
+                        ])
                     }
                 }
             }

@@ -6,7 +6,7 @@ fn parts(array: &str) -> Option<Vec<(String, String)>> {
     let mut out = Vec::new();
     let mut ok = true;
     let end = merges(array.as_bytes(), 0, |m| match m.parts() {
-        Some((a, b)) => out.push((
+        Some([a, b]) => out.push((
             String::from_utf8(a.into_owned()).unwrap(),
             String::from_utf8(b.into_owned()).unwrap(),
         )),

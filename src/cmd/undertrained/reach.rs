@@ -225,7 +225,7 @@ fn kept_merges(
             [s] => Merge::Joined(part(s)),
             _ => return None,
         };
-        let (a, b) = merge.parts()?;
+        let [a, b] = merge.parts()?;
         if !(known.contains(&*a) && known.contains(&*b)) {
             continue;
         }
