@@ -9,9 +9,11 @@
 //! just those substrings (plus the unknown token, byte-fallback tokens and
 //! added tokens, at their ids) and whose merges keep just those among them,
 //! in their order, encodes the texts exactly as the full one does. The
-//! vocabulary comes from the loaded [`Vocab`]; of the file, read alongside
-//! the passes, only the small parts are parsed and the merges array is
-//! located, then scanned in place once the candidates are known; other
+//! vocabulary comes from the loaded [`Vocab`]. The file is read again
+//! alongside the passes, but only its small parts are parsed: its merges
+//! are checked by the hand-written scan of `vocab::scan`, which notes where
+//! each merge's strings lie, and are filtered from those places once the
+//! candidates are known, without allocating per merge; other
 //! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
