@@ -218,10 +218,35 @@ fn kept_merges(
     keep: &HashSet<String>,
 ) -> Option<Vec<Value>> {
     let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
+    let sketch = Sketch::new(known.iter().copied());
     let part =
         |[start, end]: [u32; 2]| scan::Part::new(&parsed.bytes[start as usize..end as usize]);
+    // Most merges have a part that is not known, seen without hashing:
+    // a plain string (no escape, so as written) whose sketch bit is clear.
+    let plain = |[start, end]: [u32; 2]| &parsed.bytes[start as usize + 1..end as usize - 1];
+    let has_escape = |t: &[u8]| t.contains(&b'\\');
+    let unknown = |t: &[u8]| !sketch.may_hold(t) && !has_escape(t);
     let mut out = Vec::new();
     for strings in parsed.strings.chunks(if parsed.pairs { 2 } else { 1 }) {
+        let skip = match *strings {
+            [a, b] => unknown(plain(a)) || unknown(plain(b)),
+            // Joined: only as the tokenizers crate splits it (one space,
+            // no `#version` line), else `parts` says it is not a merge.
+            [s] => {
+                let t = plain(s);
+                let space = t.iter().position(|&c| c == b' ');
+                match space {
+                    Some(at) if !t[at + 1..].contains(&b' ') && !t.starts_with(b"#version") => {
+                        !has_escape(t) && (unknown(&t[..at]) || unknown(&t[at + 1..]))
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        };
+        if skip {
+            continue;
+        }
         let merge = match *strings {
             [a, b] => Merge::Pair(part(a), part(b)),
             [s] => Merge::Joined(part(s)),
@@ -240,6 +265,33 @@ fn kept_merges(
         }
     }
     Some(out)
+}
+
+/// A bit for each (length, first byte, last byte) of a set of strings: a
+/// string whose bit is clear is not in the set, known without hashing it.
+struct Sketch(Vec<u64>);
+
+impl Sketch {
+    fn key(s: &[u8]) -> usize {
+        let (first, last) = (s.first().copied(), s.last().copied());
+        (s.len() & 15) << 12
+            | usize::from(first.unwrap_or(0) & 63) << 6
+            | usize::from(last.unwrap_or(0) & 63)
+    }
+
+    fn new<'a>(set: impl Iterator<Item = &'a [u8]>) -> Sketch {
+        let mut bits = vec![0u64; 1 << 10];
+        for s in set {
+            let k = Sketch::key(s);
+            bits[k >> 6] |= 1 << (k & 63);
+        }
+        Sketch(bits)
+    }
+
+    fn may_hold(&self, s: &[u8]) -> bool {
+        let k = Sketch::key(s);
+        self.0[k >> 6] >> (k & 63) & 1 == 1
+    }
 }
 
 /// The words the model sees for `text`: normalised, pre-tokenized.
@@ -356,7 +408,8 @@ mod tests {
     #[test]
     fn merges_of_both_shapes_with_escapes() {
         // Every string escaped (`\"`, `\\`, `\/`, `\u00e9`-style), as pairs
-        // and joined: the same answers as the full tokenizer reading them.
+        // and joined, and joined as written: the same answers as the full
+        // tokenizer reading them.
         let pairs = with_merges(|m| {
             let items: Vec<String> = m
                 .iter()
@@ -371,7 +424,14 @@ mod tests {
                 .collect();
             format!("[{}]", items.join(", "))
         });
-        for dir in [&pairs, &joined] {
+        let plain = with_merges(|m| {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| json!(format!("{a} {b}")).to_string())
+                .collect();
+            format!("[{}]", items.join(",\n  "))
+        });
+        for dir in [&pairs, &joined, &plain] {
             let (cut, full) = answers(dir.path());
             assert_eq!(cut, Some(full.clone()));
             assert!(full.iter().filter(|r| **r == Some(true)).count() > 50);
