@@ -235,29 +235,49 @@ pub(crate) fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32))
     if b.get(i) == Some(&b'}') {
         return Some(i + 1);
     }
+    let mut template: Option<Template> = None;
     loop {
+        if let Some((token, id, next)) = template.and_then(|t| t.read_entry(b, i)) {
+            f(token, id);
+            i = next;
+            continue;
+        }
         let (token, end) = cur.string(i)?;
         i = cur.non_ws(end);
         if b.get(i) != Some(&b':') {
             return None;
         }
-        i = cur.non_ws(i + 1);
-        // `0` or digits without a leading zero.
-        let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if digits == 0 || digits > 10 || (digits > 1 && b[i] == b'0') {
-            return None;
-        }
-        let id = b[i..i + digits].iter().try_fold(0u32, |n, &c| {
-            n.checked_mul(10)?.checked_add(u32::from(c - b'0'))
-        })?;
+        let start = cur.non_ws(i + 1);
+        let (id, end) = uint(b, start)?;
         f(token, id);
-        i = cur.non_ws(i + digits);
+        i = cur.non_ws(end);
         match *b.get(i)? {
-            b',' => i = cur.non_ws(i + 1),
+            b',' => {
+                i = cur.non_ws(i + 1);
+                template = Template::learn_entry(b, token, start..end, i);
+            }
             b'}' => return Some(i + 1),
             _ => return None,
         }
     }
+}
+
+/// The JSON integer at `b[i]` (`0` or digits without a leading zero) when
+/// it fits a `u32`, and the index past it.
+#[inline(always)]
+pub(super) fn uint(b: &[u8], i: usize) -> Option<(u32, usize)> {
+    let digits = b
+        .get(i..)?
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    if digits == 0 || digits > 10 || (digits > 1 && b[i] == b'0') {
+        return None;
+    }
+    let id = b[i..i + digits].iter().try_fold(0u32, |n, &c| {
+        n.checked_mul(10)?.checked_add(u32::from(c - b'0'))
+    })?;
+    Some((id, i + digits))
 }
 
 /// What a member's callback tells [`each_member`]: go on from the end of

@@ -214,3 +214,53 @@ fn load_reads_vocabs_the_scan_leaves_to_serde() {
         assert!(err.ends_with(&json.to_string()), "{err} / {json}");
     }
 }
+
+/// `n` items made by `item` in a pretty-printed array or object (`open`
+/// and `close`), laid out the same, as the templates read them.
+fn pretty(open: &str, close: &str, n: usize, item: impl Fn(usize) -> String) -> String {
+    let items: Vec<String> = (0..n).map(item).collect();
+    format!("{open}\n      {}\n    {close}", items.join(",\n      "))
+}
+
+#[test]
+fn templates_read_regular_layouts_and_refuse_what_breaks_them() {
+    let pair = |k: usize| format!("[\n        \"a{k}\",\n        \"b\"\n      ]");
+    let merges_text = pretty("[", "]", 50, pair);
+    let got = parts(&merges_text).unwrap();
+    assert_eq!(got.len(), 50);
+    assert_eq!(got[49], ("a49".to_string(), "b".to_string()));
+    let entry = |k: usize| format!("\"t{k}\": {}", k * 1000);
+    let vocab_text = pretty("{", "}", 50, entry);
+    let mut ids = Vec::new();
+    let end = vocab(vocab_text.as_bytes(), 0, |_, id| ids.push(id));
+    assert_eq!(end, Some(vocab_text.len()));
+    assert_eq!(ids, (0..50).map(|k| k as u32 * 1000).collect::<Vec<_>>());
+    // One bad item among regular ones, where the template reads.
+    for bad in [
+        "[\n        \"a\",\n        \"b\",\n        \"c\"\n      ]",
+        "[\n        \"a\"\n        \"b\"\n      ]",
+        "[\n        \"a\u{1}\",\n        \"b\"\n      ]",
+        "[\n        \"a\",\n        1\n      ]",
+    ] {
+        let text = pretty("[", "]", 50, |k| if k == 30 { bad.into() } else { pair(k) });
+        assert_eq!(merges(text.as_bytes(), 0, |_| {}), None, "{bad}");
+    }
+    for bad in [
+        "\"t\": 01",
+        "\"t\": 1.5",
+        "\"t\": -1",
+        "\"t\" 1",
+        "\"t\u{1}\": 1",
+        "\"t\": 99999999999",
+    ] {
+        let text = pretty(
+            "{",
+            "}",
+            50,
+            |k| if k == 30 { bad.into() } else { entry(k) },
+        );
+        assert_eq!(vocab(text.as_bytes(), 0, |_, _| {}), None, "{bad}");
+    }
+    let trailing = pretty("[", "]", 50, pair).replace("\n    ]", ",\n    ]");
+    assert_eq!(merges(trailing.as_bytes(), 0, |_| {}), None);
+}

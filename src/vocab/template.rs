@@ -1,13 +1,16 @@
-//! The layout a merges array repeats: in a pretty-printed file every merge
-//! is laid out the same (`[\n        "a",\n        "b"\n      ],\n      `),
-//! so once one merge was read in full, the next ones are read by comparing
-//! the bytes between their strings with the same bytes of that merge, a few
-//! word comparisons each, and finding each short string's closing quote in
-//! one 16-byte word. Anything else (a longer string, an escape, another
-//! layout, the end of the array) is left to the exact reader of
-//! [`super::scan::merges`], which learns the layout again.
+//! The layout a merges array or a vocab object repeats: in a pretty-printed
+//! file every merge is laid out the same (`[\n        "a",\n        "b"\n
+//! ],\n      `), and every vocab entry (`"a": 64,\n      `), so once one
+//! was read in full, the next ones are read by comparing the bytes between
+//! their strings (and ids) with the same bytes of that one, a word
+//! comparison each, and finding each short string's closing quote in one
+//! 16-byte word. Anything else (a longer string, an escape, another
+//! layout, the end) is left to the exact readers of [`super::scan`], which
+//! learn the layout again.
 
-use super::scan::{Merge, Part};
+use std::ops::Range;
+
+use super::scan::{Merge, Part, uint};
 
 /// Up to 16 bytes, compared in one word.
 #[derive(Clone, Copy)]
@@ -78,6 +81,30 @@ impl Template {
         }
         let (second, end) = short_string(b, self.mid.at(b, end)?)?;
         Some((Merge::Pair(first, second), self.close.at(b, end)?))
+    }
+}
+
+impl Template {
+    /// The template of the vocab entry whose token is `key`, whose id is
+    /// written at `b[digits]` and after which the next entry starts at
+    /// `b[next]`, as the exact reader checked it.
+    pub fn learn_entry(b: &[u8], key: Part, digits: Range<usize>, next: usize) -> Option<Template> {
+        Some(Template {
+            open: Gap::new(&[])?,
+            mid: Gap::new(&b[key.range_in(b).end..digits.start])?,
+            close: Gap::new(&b[digits.end..next])?,
+            pairs: false,
+        })
+    }
+
+    /// The vocab entry at `b[i]` (token and id) and where the next one
+    /// starts, when it is laid out as the template and its token is short
+    /// and plain.
+    #[inline(always)]
+    pub fn read_entry<'a>(&self, b: &'a [u8], i: usize) -> Option<(Part<'a>, u32, usize)> {
+        let (key, end) = short_string(b, i)?;
+        let (id, end) = uint(b, self.mid.at(b, end)?)?;
+        Some((key, id, self.close.at(b, end)?))
     }
 }
 
