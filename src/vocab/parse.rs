@@ -8,6 +8,7 @@
 //! `tokenizers::Tokenizer` is only built when text must be encoded.
 
 use std::fmt;
+use std::ops::Range;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -138,7 +139,7 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     if let Some(layout) = scan::locate(&bytes, true, |_| {}) {
         let mut cut: Vec<_> = layout.merges.into_iter().collect();
         let entries = layout.vocab.and_then(|v| {
-            let entries = vocab_entries(&bytes, v.start)?;
+            let entries = vocab_entries(&bytes, v.clone())?;
             cut.push(v);
             Some(entries)
         });
@@ -155,16 +156,25 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
         .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))
 }
 
-/// The entries of the vocab object at `bytes[i]`, read by [`scan::vocab`];
-/// `None` when it is not one it reads or a token is not a string.
-fn vocab_entries(bytes: &[u8], i: usize) -> Option<Vec<Entry>> {
+/// The entries of the vocab object `bytes[range]`, read by [`scan::vocab`];
+/// `None` when it is not one it reads or not UTF-8 (checked once for the
+/// whole object rather than token by token).
+fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Vec<Entry>> {
+    let text = std::str::from_utf8(&bytes[range.clone()]).ok()?;
     let mut entries = Vec::new();
     let mut ok = true;
-    scan::vocab(bytes, i, |token, id| {
-        match token
-            .text()
-            .and_then(|t| String::from_utf8(t.into_owned()).ok())
-        {
+    scan::vocab(bytes, range.start, |token, id| {
+        let token = if token.escaped {
+            token
+                .text()
+                .and_then(|t| String::from_utf8(t.into_owned()).ok())
+        } else {
+            // Within the checked text; quotes are char boundaries.
+            let r = token.range_in(bytes);
+            text.get(r.start + 1 - range.start..r.end - 1 - range.start)
+                .map(str::to_owned)
+        };
+        match token {
             Some(token) => entries.push(Entry {
                 token,
                 id,

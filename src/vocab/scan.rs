@@ -97,7 +97,8 @@ pub(crate) enum Merge<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Part<'a> {
     pub(super) quoted: &'a [u8],
-    pub(super) escaped: bool,
+    /// Whether it has a backslash escape.
+    pub(crate) escaped: bool,
 }
 
 impl<'a> Part<'a> {

@@ -118,21 +118,15 @@ fn word(b: &[u8], i: usize) -> Option<u128> {
 /// next 16 bytes and has no escape or control character before.
 #[inline(always)]
 fn short_string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
-    const LOW: u128 = u128::from_le_bytes([1; 16]);
-    const HIGH: u128 = LOW << 7;
-    // The high bit of each zero byte, exactly (no carries between bytes).
-    let zero = |x: u128| !(((x & !HIGH) + !HIGH) | x) & HIGH;
     if b.get(i) != Some(&b'"') {
         return None;
     }
-    let x = word(b, i + 1)?;
-    let stop = zero(x ^ (LOW * u128::from(b'"')))
-        | zero(x ^ (LOW * u128::from(b'\\')))
-        | zero(x & (LOW * 0xE0));
+    let chunk: &[u8; 16] = b.get(i + 1..i + 17)?.try_into().ok()?;
+    let stop = stops(chunk);
     if stop == 0 {
         return None;
     }
-    let close = i + 1 + (stop.trailing_zeros() / 8) as usize;
+    let close = i + 1 + stop.trailing_zeros() as usize;
     if b[close] != b'"' {
         return None;
     }
@@ -141,6 +135,36 @@ fn short_string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
         escaped: false,
     };
     Some((part, close + 1))
+}
+
+/// A bit for each quote, backslash or control character of `chunk`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn stops(chunk: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline; the load reads the 16
+    // bytes of `chunk` (unaligned loads are allowed).
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // Unsigned `v <= 0x1f`: the max with 0x1f leaves it 0x1f.
+        let low = _mm_set1_epi8(0x1f);
+        let ctrl = _mm_cmpeq_epi8(_mm_max_epu8(v, low), low);
+        let any = _mm_or_si128(_mm_or_si128(quote, backslash), ctrl);
+        _mm_movemask_epi8(any) as u32
+    }
+}
+
+/// A bit for each quote, backslash or control character of `chunk`.
+#[cfg(not(target_arch = "x86_64"))]
+fn stops(chunk: &[u8; 16]) -> u32 {
+    chunk.iter().enumerate().fold(0, |m, (k, &c)| {
+        m | u32::from(c == b'"' || c == b'\\' || c < 0x20) << k
+    })
 }
 
 #[cfg(test)]
@@ -165,6 +189,18 @@ mod tests {
             &format!("\"{}\"", "x".repeat(16)),
         ] {
             assert_eq!(read(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn stops_of_every_byte() {
+        for j in 0..16 {
+            let chunk: [u8; 16] = std::array::from_fn(|k| (j * 16 + k) as u8);
+            let m = stops(&chunk);
+            for (k, &c) in chunk.iter().enumerate() {
+                let want = c == b'"' || c == b'\\' || c < 0x20;
+                assert_eq!(m >> k & 1 == 1, want, "{c}");
+            }
         }
     }
 
