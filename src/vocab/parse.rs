@@ -161,7 +161,9 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
 /// whole object rather than token by token).
 fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Vec<Entry>> {
     let text = std::str::from_utf8(&bytes[range.clone()]).ok()?;
-    let mut entries = Vec::new();
+    // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
+    // are longer): no copies as it grows, the pages beyond never touched.
+    let mut entries = Vec::with_capacity(range.len() / 12);
     let mut ok = true;
     scan::vocab(bytes, range.start, |token, id| {
         let token = if token.escaped {
