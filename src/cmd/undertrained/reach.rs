@@ -18,6 +18,7 @@
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
 use foldhash::{HashSet, HashSetExt};
+use rayon::prelude::*;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -181,7 +182,7 @@ fn restricted<'t>(
             out.insert(content.to_string(), json!(id));
         }
     }
-    let merges = kept_merges(parsed, &out, &keep)?;
+    let merges = kept_merges(parsed, &out, &keep, MERGES_PER_TASK)?;
     let json = json!({
         "version": "1.0",
         "truncation": null,
@@ -207,18 +208,41 @@ fn restricted<'t>(
     json.to_string().parse().ok()
 }
 
+/// Merges filtered per task by [`kept_merges`].
+const MERGES_PER_TASK: usize = 1 << 14;
+
 /// The merges of `parsed`, in order, whose parts are both `known` and
-/// whose result is in `keep`, as `[a, b]` pairs. Allocates only for strings
-/// with escapes and for the merges kept (a few hundred of Llama 3's 280k);
-/// `None` when a merge is not as the tokenizers crate reads it (the full
-/// tokenizer then answers).
+/// whose result is in `keep`, as `[a, b]` pairs, filtered on all cores,
+/// `per_task` merges a task (the places of their strings split anywhere
+/// between merges). Allocates
+/// only for strings with escapes and for the merges kept (a few hundred of
+/// Llama 3's 280k); `None` when a merge is not as the tokenizers crate
+/// reads it (the full tokenizer then answers).
 fn kept_merges(
     parsed: &Parsed,
     known: &serde_json::Map<String, Value>,
     keep: &HashSet<String>,
+    per_task: usize,
 ) -> Option<Vec<Value>> {
     let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
     let sketch = Sketch::new(known.iter().copied());
+    let per_merge = if parsed.pairs { 2 } else { 1 };
+    let parts: Option<Vec<Vec<Value>>> = parsed
+        .strings
+        .par_chunks(per_merge * per_task)
+        .map(|strings| kept_among(parsed, strings, &known, &sketch, keep))
+        .collect();
+    Some(parts?.into_iter().flatten().collect())
+}
+
+/// [`kept_merges`] among the merges whose strings are at `strings`.
+fn kept_among(
+    parsed: &Parsed,
+    strings: &[[u32; 2]],
+    known: &HashSet<&[u8]>,
+    sketch: &Sketch,
+    keep: &HashSet<String>,
+) -> Option<Vec<Value>> {
     let part =
         |[start, end]: [u32; 2]| scan::Part::new(&parsed.bytes[start as usize..end as usize]);
     // Most merges have a part that is not known, seen without hashing:
@@ -227,7 +251,7 @@ fn kept_merges(
     let has_escape = |t: &[u8]| t.contains(&b'\\');
     let unknown = |t: &[u8]| !sketch.may_hold(t) && !has_escape(t);
     let mut out = Vec::new();
-    for strings in parsed.strings.chunks(if parsed.pairs { 2 } else { 1 }) {
+    for strings in strings.chunks(if parsed.pairs { 2 } else { 1 }) {
         let skip = match *strings {
             [a, b] => unknown(plain(a)) || unknown(plain(b)),
             // Joined: only as the tokenizers crate splits it (one space,
@@ -457,6 +481,34 @@ mod tests {
             let (cut, full) = answers(dir.path());
             assert_eq!(cut, None);
             assert!(full.iter().all(Option::is_none), "{full:?}");
+        }
+    }
+
+    #[test]
+    fn merges_filtered_in_any_number_of_tasks() {
+        // The kept merges of the byte-level fixture (a few of its 87): in
+        // order whatever the split into tasks.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pieces-byte-level");
+        let bytes = std::fs::read(root.join("tokenizer.json")).unwrap();
+        let parsed = parse(&bytes).unwrap();
+        let v = Vocab::load(&root, None).unwrap().unwrap();
+        let mut keep = HashSet::new();
+        for id in 0..v.size() as u32 {
+            if let Some(text) = v.own_text(id).filter(|_| id % 3 == 0) {
+                substrings(&text, &mut keep);
+            }
+        }
+        let known: serde_json::Map<String, Value> = v
+            .model_entries()
+            .map(|(t, id)| (t.to_string(), json!(id)))
+            .collect();
+        let one = kept_merges(&parsed, &known, &keep, MERGES_PER_TASK).unwrap();
+        assert!(one.len() > 2 && one.len() < 87, "{}", one.len());
+        for per_task in [1, 2, 7] {
+            assert_eq!(
+                kept_merges(&parsed, &known, &keep, per_task),
+                Some(one.clone())
+            );
         }
     }
 
