@@ -135,7 +135,7 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
     // The merges checked and the vocab object read by the hand-written
     // scan, the rest parsed without them; anything unexpected (or an
-    // error) by serde over the whole file.
+    // error), or nothing cut out, by serde over the whole file.
     if let Some(layout) = scan::locate(&bytes, true, |_| {}) {
         let mut cut: Vec<_> = layout.merges.into_iter().collect();
         let entries = layout.vocab.and_then(|v| {
@@ -144,7 +144,8 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
             Some(entries)
         });
         cut.sort_by_key(|r| r.start);
-        if let Ok(mut raw) = serde_json::from_slice::<RawTokenizer>(&scan::splice(&bytes, &cut)) {
+        let rest = (!cut.is_empty()).then(|| scan::splice(&bytes, &cut));
+        if let Some(Ok(mut raw)) = rest.map(|b| serde_json::from_slice::<RawTokenizer>(&b)) {
             if let Some(entries) = entries {
                 let is_list = false;
                 raw.model.vocab = Some(RawVocab { entries, is_list });
