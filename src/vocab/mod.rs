@@ -2,7 +2,8 @@
 //! entries, word lookup, encoding, and special tokens from every file.
 //!
 //! Loading is cheap: `tokenizer.json`'s `model.vocab` and `added_tokens` are
-//! read with serde (merges skipped, see the private `parse` module); the full
+//! read (merges checked and skipped) by a hand-written scan and serde, see
+//! the private `parse` and `scan` modules; the full
 //! `tokenizers::Tokenizer` is built once, on the first [`Vocab::encode`].
 //! Special-token declarations come from the private `special` module, human
 //! forms from `readable`, word resolution and suggestions from `lookup`.

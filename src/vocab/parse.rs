@@ -136,7 +136,7 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     // The merges checked and the vocab object read by the hand-written
     // scan, the rest parsed without them; anything unexpected (or an
     // error), or nothing cut out, by serde over the whole file.
-    if let Some(layout) = scan::locate(&bytes, true, |_| {}) {
+    if let Some(layout) = scan::locate(&bytes, |_| {}) {
         let mut cut: Vec<_> = layout.merges.into_iter().collect();
         let entries = layout.vocab.and_then(|v| {
             let entries = vocab_entries(&bytes, v.clone())?;

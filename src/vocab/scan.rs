@@ -1,13 +1,13 @@
 //! A hand-written scan of a tokenizer.json's layout: where `model.merges`
-//! (and `model.vocab`) lie in the bytes, so that serde parses the rest
-//! without walking hundreds of thousands of merges, and the merges
-//! themselves are read in place (see [`merges`]).
+//! and `model.vocab` lie in the bytes, so that serde parses the rest
+//! without walking hundreds of thousands of merges and entries, and both
+//! are read in place (see [`merges`] and [`vocab`]).
 //!
 //! The scan reads strictly what it expects (objects of keys, strings with
-//! valid escapes, the merges' two shapes) and gives up, `None`, on anything
-//! else: callers then parse the whole file with serde, so an unexpected
-//! layout costs time, never an answer or an error message. Values it only
-//! skips (everything but the merges) are checked by the serde parse of the
+//! valid escapes, the merges' two shapes, ids as plain integers) and gives
+//! up, `None`, on anything else: callers then parse the whole file with
+//! serde, so an unexpected layout costs time, never an answer or an error
+//! message. Values it only skips are checked by the serde parse of the
 //! rest, when they are parsed.
 
 use std::borrow::Cow;
@@ -20,20 +20,15 @@ use super::template::Template;
 pub(crate) struct Layout {
     /// The `model.merges` array, brackets included, when present.
     pub merges: Option<Range<usize>>,
-    /// The `model.vocab` value, when asked for and present.
+    /// The `model.vocab` value, when present.
     pub vocab: Option<Range<usize>>,
 }
 
 /// Finds `model.merges` (an array of merges, see [`merges`], each passed
-/// to `on_merge`) in `b`, and `model.vocab` too `with_vocab`; stops as soon
-/// as they are found. `None` when the file is not an object whose `model`
-/// object has one of them, or its `merges` is not an array of one of the
-/// two shapes.
-pub(crate) fn locate<'a>(
-    b: &'a [u8],
-    with_vocab: bool,
-    mut on_merge: impl FnMut(Merge<'a>),
-) -> Option<Layout> {
+/// to `on_merge`) and `model.vocab` in `b`; stops as soon as both are
+/// found. `None` when the file is not an object whose `model` object has
+/// one of them, or its `merges` is not an array of one of the two shapes.
+pub(crate) fn locate<'a>(b: &'a [u8], mut on_merge: impl FnMut(Merge<'a>)) -> Option<Layout> {
     let mut found_merges = None;
     let mut vocab = None;
     let mut in_model = |key: &[u8], start: usize| -> Option<Flow> {
@@ -43,14 +38,14 @@ pub(crate) fn locate<'a>(
                 found_merges = Some(start..end);
                 end
             }
-            b"vocab" if with_vocab => {
+            b"vocab" => {
                 let end = skip_value(b, start)?;
                 vocab = Some(start..end);
                 end
             }
             _ => skip_value(b, start)?,
         };
-        let done = found_merges.is_some() && (vocab.is_some() || !with_vocab);
+        let done = found_merges.is_some() && vocab.is_some();
         Some(if done { Flow::Stop } else { Flow::Next(end) })
     };
     let found = each_member(b, ws(b, 0), &mut |key, start| match key {
