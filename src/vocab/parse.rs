@@ -136,17 +136,10 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     // The merges checked and the vocab object read by the hand-written
     // scan, the rest parsed without them; anything unexpected (or an
     // error), or nothing cut out, by serde over the whole file.
-    let mut places: Vec<[u32; 3]> = Vec::new();
-    let mut on_entry = |token: scan::Part, id: u32| {
-        // Below 2^32: the file is below MAX_TOKENIZER_BYTES.
-        let r = token.range_in(&bytes);
-        places.push([r.start as u32, r.end as u32, id]);
-    };
-    if let Some(layout) = scan::locate(&bytes, Some(&mut on_entry), |_| {}) {
+    if let Some(layout) = scan::locate(&bytes, |_| {}) {
         let mut cut: Vec<_> = layout.merges.into_iter().collect();
-        let vocab = layout.vocab.filter(|_| layout.vocab_read);
-        let entries = vocab.and_then(|v| {
-            let entries = vocab_entries(&bytes, v.clone(), &places)?;
+        let entries = layout.vocab.and_then(|v| {
+            let entries = vocab_entries(&bytes, v.clone())?;
             cut.push(v);
             Some(entries)
         });
@@ -164,26 +157,36 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
         .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))
 }
 
-/// The entries whose token strings (quotes included) and ids are
-/// `places`, in the vocab object `bytes[range]`; `None` when it is not
-/// UTF-8 (checked once for the whole object rather than token by token).
-fn vocab_entries(bytes: &[u8], range: Range<usize>, places: &[[u32; 3]]) -> Option<Vec<Entry>> {
+/// The entries of the vocab object `bytes[range]`, read by [`scan::vocab`];
+/// `None` when it is not one it reads or not UTF-8 (checked once for the
+/// whole object rather than token by token).
+fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Vec<Entry>> {
     let text = std::str::from_utf8(&bytes[range.clone()]).ok()?;
-    let mut entries = Vec::with_capacity(places.len());
-    for &[start, end, id] in places {
-        let (start, end) = (start as usize, end as usize);
-        let token = scan::Part::new(&bytes[start..end]);
+    // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
+    // are longer): no copies as it grows, the pages beyond never touched.
+    let mut entries = Vec::with_capacity(range.len() / 12);
+    let mut ok = true;
+    scan::vocab(bytes, range.start, |token, id| {
         let token = if token.escaped {
-            String::from_utf8(token.text()?.into_owned()).ok()?
+            token
+                .text()
+                .and_then(|t| String::from_utf8(t.into_owned()).ok())
         } else {
             // Within the checked text; quotes are char boundaries.
-            text.get(start + 1 - range.start..end - 1 - range.start)?
-                .to_owned()
+            let r = token.range_in(bytes);
+            text.get(r.start + 1 - range.start..r.end - 1 - range.start)
+                .map(str::to_owned)
         };
-        let added = false;
-        entries.push(Entry { token, id, added });
-    }
-    Some(entries)
+        match token {
+            Some(token) => entries.push(Entry {
+                token,
+                id,
+                added: false,
+            }),
+            None => ok = false,
+        }
+    })?;
+    ok.then_some(entries)
 }
 
 /// The model name as `info` shows it: the `type` when present, otherwise

@@ -22,25 +22,15 @@ pub(crate) struct Layout {
     pub merges: Option<Range<usize>>,
     /// The `model.vocab` value, when present.
     pub vocab: Option<Range<usize>>,
-    /// Whether every vocab entry went to [`locate`]'s `on_entry` (the
-    /// vocab is an object [`vocab`] reads).
-    pub vocab_read: bool,
 }
 
 /// Finds `model.merges` (an array of merges, see [`merges`], each passed
-/// to `on_merge`) and `model.vocab` (its entries read by [`vocab`] and
-/// passed to `on_entry` when given, else skipped) in `b`; stops as soon as
-/// both are found. `None` when the file is not an object whose `model`
-/// object has one of them, or its `merges` is not an array of one of the
-/// two shapes.
-pub(crate) fn locate<'a>(
-    b: &'a [u8],
-    mut on_entry: Option<&mut dyn FnMut(Part<'a>, u32)>,
-    mut on_merge: impl FnMut(Merge<'a>),
-) -> Option<Layout> {
+/// to `on_merge`) and `model.vocab` in `b`; stops as soon as both are
+/// found. `None` when the file is not an object whose `model` object has
+/// one of them, or its `merges` is not an array of one of the two shapes.
+pub(crate) fn locate<'a>(b: &'a [u8], mut on_merge: impl FnMut(Merge<'a>)) -> Option<Layout> {
     let mut found_merges = None;
     let mut vocab = None;
-    let mut vocab_read = false;
     let mut in_model = |key: &[u8], start: usize| -> Option<Flow> {
         let end = match key {
             b"merges" => {
@@ -49,9 +39,7 @@ pub(crate) fn locate<'a>(
                 end
             }
             b"vocab" => {
-                let read = on_entry.as_mut().and_then(|f| self::vocab(b, start, f));
-                vocab_read = read.is_some();
-                let end = read.or_else(|| skip_value(b, start))?;
+                let end = skip_value(b, start)?;
                 vocab = Some(start..end);
                 end
             }
@@ -76,7 +64,6 @@ pub(crate) fn locate<'a>(
     Some(Layout {
         merges: found_merges,
         vocab,
-        vocab_read,
     })
 }
 

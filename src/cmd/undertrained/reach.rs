@@ -102,7 +102,7 @@ pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
             _ => fits = false,
         }
     };
-    let layout = scan::locate(bytes, None, |merge| match merge {
+    let layout = scan::locate(bytes, |merge| match merge {
         Merge::Pair(a, b) => {
             at(a);
             at(b);
