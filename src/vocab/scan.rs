@@ -97,13 +97,15 @@ pub(crate) struct Part<'a> {
 }
 
 impl<'a> Part<'a> {
-    /// The string written `quoted` (quotes included), as [`merges`] found
-    /// it in a file.
-    pub(crate) fn new(quoted: &'a [u8]) -> Part<'a> {
-        Part {
-            quoted,
-            escaped: quoted.contains(&b'\\'),
-        }
+    /// The string written `quoted` (quotes included), with backslash
+    /// escapes or not, as [`merges`] found it in a file.
+    pub(crate) fn new(quoted: &'a [u8], escaped: bool) -> Part<'a> {
+        Part { quoted, escaped }
+    }
+
+    /// Whether the string has backslash escapes.
+    pub(crate) fn escaped(self) -> bool {
+        self.escaped
     }
 
     /// Where the string lies in `file`, which holds it.

@@ -82,11 +82,16 @@ pub(super) fn cuts_down(vocab: &Vocab) -> bool {
 pub(super) struct Parsed<'a> {
     file: File,
     bytes: &'a [u8],
-    /// Where each merge's strings lie in `bytes`, quotes included: two a
-    /// merge when `pairs`, else one (`"a b"`).
+    /// Where each merge's strings lie in `bytes`, quotes included, the
+    /// end marked [`ESCAPED`] for strings with escapes: two a merge when
+    /// `pairs`, else one (`"a b"`).
     strings: Vec<[u32; 2]>,
     pairs: bool,
 }
+
+/// Marks the end of a string with escapes in [`Parsed`]'s places (files
+/// stay below 2 GiB, or are not cut down).
+const ESCAPED: u32 = 1 << 31;
 
 /// Parses `bytes`, the tokenizer.json, with `model.vocab` and
 /// `model.merges` cut out (see [`scan`]); `None` when it does not parse as
@@ -98,7 +103,10 @@ pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
     let mut at = |part: scan::Part| {
         let r = part.range_in(bytes);
         match (u32::try_from(r.start), u32::try_from(r.end)) {
-            (Ok(start), Ok(end)) => strings.push([start, end]),
+            (Ok(start), Ok(end)) if end < ESCAPED => {
+                let mark = if part.escaped() { ESCAPED } else { 0 };
+                strings.push([start, end | mark]);
+            }
             _ => fits = false,
         }
     };
@@ -243,29 +251,30 @@ fn kept_among(
     sketch: &Sketch,
     keep: &HashSet<String>,
 ) -> Option<Vec<Value>> {
-    let part =
-        |[start, end]: [u32; 2]| scan::Part::new(&parsed.bytes[start as usize..end as usize]);
+    let range = |[start, end]: [u32; 2]| start as usize..(end & !ESCAPED) as usize;
+    let part = |place: [u32; 2]| scan::Part::new(&parsed.bytes[range(place)], place[1] >= ESCAPED);
     // Most merges have a part that is not known, seen without hashing:
     // a plain string (no escape, so as written) whose sketch bit is clear.
-    let plain = |[start, end]: [u32; 2]| &parsed.bytes[start as usize + 1..end as usize - 1];
-    let has_escape = |t: &[u8]| t.contains(&b'\\');
-    let unknown = |t: &[u8]| !sketch.may_hold(t) && !has_escape(t);
+    let plain = |place: [u32; 2]| {
+        let r = range(place);
+        (place[1] < ESCAPED).then(|| &parsed.bytes[r.start + 1..r.end - 1])
+    };
+    let unknown = |t: Option<&[u8]>| t.is_some_and(|t| !sketch.may_hold(t));
     let mut out = Vec::new();
     for strings in strings.chunks(if parsed.pairs { 2 } else { 1 }) {
         let skip = match *strings {
             [a, b] => unknown(plain(a)) || unknown(plain(b)),
             // Joined: only as the tokenizers crate splits it (one space,
             // no `#version` line), else `parts` says it is not a merge.
-            [s] => {
-                let t = plain(s);
+            [s] => plain(s).is_some_and(|t| {
                 let space = t.iter().position(|&c| c == b' ');
                 match space {
                     Some(at) if !t[at + 1..].contains(&b' ') && !t.starts_with(b"#version") => {
-                        !has_escape(t) && (unknown(&t[..at]) || unknown(&t[at + 1..]))
+                        unknown(Some(&t[..at])) || unknown(Some(&t[at + 1..]))
                     }
                     _ => false,
                 }
-            }
+            }),
             _ => false,
         };
         if skip {
