@@ -2,18 +2,22 @@
 //! entries, word lookup, encoding, and special tokens from every file.
 //!
 //! Loading is cheap: `tokenizer.json`'s `model.vocab` and `added_tokens` are
-//! read with serde (merges skipped, see the private `parse` module); the full
+//! read (merges checked and skipped) by a hand-written scan and serde, see
+//! the private `parse` and `scan` modules; the full
 //! `tokenizers::Tokenizer` is built once, on the first [`Vocab::encode`].
 //! Special-token declarations come from the private `special` module, human
 //! forms from `readable`, word resolution and suggestions from `lookup`.
 
+mod cursor;
 mod gguf;
 mod gguf_tokenizer;
 mod kind;
 mod lookup;
 mod parse;
 mod readable;
+pub(crate) mod scan;
 mod special;
+mod template;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -154,7 +158,7 @@ impl Vocab {
         let mut max_id: Option<u32> = None;
         for id in vocab
             .iter()
-            .map(|e| e.1)
+            .map(|e| e.id)
             .chain(raw_added.iter().map(|a| a.id))
         {
             if id >= parse::MAX_ID {
@@ -167,18 +171,13 @@ impl Vocab {
         }
         let size = max_id.map_or(0, |m| m as usize + 1);
 
-        let mut entries = Vec::with_capacity(vocab.len() + raw_added.len());
+        let mut entries = vocab;
+        entries.reserve_exact(raw_added.len());
         let mut by_id = vec![NO_ENTRY; size];
-        for (token, id) in vocab {
-            let index = entries.len() as u32;
-            if by_id[id as usize] == NO_ENTRY {
-                by_id[id as usize] = index;
+        for (index, e) in entries.iter().enumerate() {
+            if by_id[e.id as usize] == NO_ENTRY {
+                by_id[e.id as usize] = index as u32;
             }
-            entries.push(Entry {
-                token,
-                id,
-                added: false,
-            });
         }
         let mut added = Vec::with_capacity(raw_added.len());
         let mut special_ids = HashSet::new();
@@ -280,6 +279,15 @@ impl Vocab {
     /// vocab entry with the same id).
     pub fn token(&self, id: u32) -> Option<&str> {
         self.entry(id).map(|e| e.token.as_str())
+    }
+
+    /// The model vocab entries (not the added tokens) and their ids, in
+    /// file order.
+    pub fn model_entries(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.entries
+            .iter()
+            .filter(|e| !e.added)
+            .map(|e| (e.token.as_str(), e.id))
     }
 
     /// The human form of `id` on one line: byte-level chars turned back to

@@ -1,18 +1,23 @@
 //! The cheap read of `tokenizer.json`: model vocab, added tokens and the
 //! few settings that say how entries are stored — nothing else.
 //!
-//! `merges` (hundreds of thousands of pairs in real files) and the post
-//! processor are skipped with [`serde::de::IgnoredAny`]; the full
+//! `merges` (hundreds of thousands of pairs in real files) are checked and
+//! skipped, and an object `model.vocab` read, by a hand-written scan (see
+//! [`super::scan`]); serde parses the rest and skips the post processor;
+//! the full
 //! `tokenizers::Tokenizer` is only built when text must be encoded.
 
 use std::fmt;
+use std::ops::Range;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::Entry;
 use super::readable::TokenStyle;
+use super::scan;
 use crate::error::{Error, Result};
 
 /// tokenizer.json files larger than this are refused (Llama 3's is 9 MB,
@@ -62,9 +67,9 @@ pub(crate) struct RawModel {
 
 /// `model.vocab`: an object token → id (BPE, WordPiece, WordLevel) or an
 /// array of `[token, score]` whose index is the id (Unigram), read straight
-/// into (token, id) pairs without an intermediate `Value`.
+/// into the vocabulary's entries without an intermediate `Value`.
 pub(crate) struct RawVocab {
-    pub entries: Vec<(String, u32)>,
+    pub entries: Vec<Entry>,
     pub is_list: bool,
 }
 
@@ -86,7 +91,8 @@ impl<'de> Visitor<'de> for VocabVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<RawVocab, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 20));
         while let Some((token, id)) = map.next_entry::<String, u32>()? {
-            entries.push((token, id));
+            let added = false;
+            entries.push(Entry { token, id, added });
         }
         Ok(RawVocab {
             entries,
@@ -99,7 +105,8 @@ impl<'de> Visitor<'de> for VocabVisitor {
         while let Some((token, _score)) = seq.next_element::<(String, f64)>()? {
             let id = u32::try_from(entries.len())
                 .map_err(|_| serde::de::Error::custom("more than 2^32 vocab entries"))?;
-            entries.push((token, id));
+            let added = false;
+            entries.push(Entry { token, id, added });
         }
         Ok(RawVocab {
             entries,
@@ -126,8 +133,60 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     // the accepted contract of memory-mapped loaders. Mapping instead of
     // reading saves copying the file and a quarter of the load time.
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
+    // The merges checked and the vocab object read by the hand-written
+    // scan, the rest parsed without them; anything unexpected (or an
+    // error), or nothing cut out, by serde over the whole file.
+    if let Some(layout) = scan::locate(&bytes, |_| {}) {
+        let mut cut: Vec<_> = layout.merges.into_iter().collect();
+        let entries = layout.vocab.and_then(|v| {
+            let entries = vocab_entries(&bytes, v.clone())?;
+            cut.push(v);
+            Some(entries)
+        });
+        cut.sort_by_key(|r| r.start);
+        let rest = (!cut.is_empty()).then(|| scan::splice(&bytes, &cut));
+        if let Some(Ok(mut raw)) = rest.map(|b| serde_json::from_slice::<RawTokenizer>(&b)) {
+            if let Some(entries) = entries {
+                let is_list = false;
+                raw.model.vocab = Some(RawVocab { entries, is_list });
+            }
+            return Ok(raw);
+        }
+    }
     serde_json::from_slice(&bytes)
         .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))
+}
+
+/// The entries of the vocab object `bytes[range]`, read by [`scan::vocab`];
+/// `None` when it is not one it reads or not UTF-8 (checked once for the
+/// whole object rather than token by token).
+fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Vec<Entry>> {
+    let text = std::str::from_utf8(&bytes[range.clone()]).ok()?;
+    // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
+    // are longer): no copies as it grows, the pages beyond never touched.
+    let mut entries = Vec::with_capacity(range.len() / 12);
+    let mut ok = true;
+    scan::vocab(bytes, range.start, |token, id| {
+        let token = if token.escaped {
+            token
+                .text()
+                .and_then(|t| String::from_utf8(t.into_owned()).ok())
+        } else {
+            // Within the checked text; quotes are char boundaries.
+            let r = token.range_in(bytes);
+            text.get(r.start + 1 - range.start..r.end - 1 - range.start)
+                .map(str::to_owned)
+        };
+        match token {
+            Some(token) => entries.push(Entry {
+                token,
+                id,
+                added: false,
+            }),
+            None => ok = false,
+        }
+    })?;
+    ok.then_some(entries)
 }
 
 /// The model name as `info` shows it: the `type` when present, otherwise

@@ -8,18 +8,19 @@
 //! from and every merge's result. So a tokenizer whose vocabulary keeps
 //! just those substrings (plus the unknown token, byte-fallback tokens and
 //! added tokens, at their ids) and whose merges keep just those among them,
-//! in their order, encodes the texts exactly as the full one does. The file
-//! is parsed once, alongside the passes, with its strings borrowed; other
+//! in their order, encodes the texts exactly as the full one does. The
+//! vocabulary comes from the loaded [`Vocab`]. The file is read again
+//! alongside the passes, but only its small parts are parsed: its merges
+//! are checked by the hand-written scan of `vocab::scan`, which notes where
+//! each merge's strings lie, and are filtered from those places once the
+//! candidates are known, without allocating per merge; other
 //! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
 use foldhash::{HashSet, HashSetExt};
 use rayon::prelude::*;
-use std::borrow::Cow;
-use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 use tokenizers::{
     Normalizer, NormalizerWrapper, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
@@ -27,90 +28,14 @@ use tokenizers::{
 };
 
 use crate::vocab::Vocab;
+use crate::vocab::scan::{self, Merge};
 
-/// A string of the file, borrowed when it has no escapes.
+/// The BPE model's settings (its vocab and merges are cut out before the
+/// parse, see [`parse`]).
 #[derive(Deserialize)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
-
-/// A merge, written `"a b"` or `["a", "b"]`: its two parts.
-struct Merge<'a>(Cow<'a, str>, Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Merge<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MergeVisitor(PhantomData))
-    }
-}
-
-struct MergeVisitor<'a>(PhantomData<Merge<'a>>);
-
-impl<'de: 'a, 'a> Visitor<'de> for MergeVisitor<'a> {
-    type Value = Merge<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a merge: \"a b\" or [\"a\", \"b\"]")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Merge<'a>, E> {
-        let (a, b) = s
-            .split_once(' ')
-            .ok_or_else(|| E::custom("merge without a space"))?;
-        Ok(Merge(Cow::Borrowed(a), Cow::Borrowed(b)))
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Merge<'a>, E> {
-        let (a, b) = s
-            .split_once(' ')
-            .ok_or_else(|| E::custom("merge without a space"))?;
-        Ok(Merge(Cow::Owned(a.into()), Cow::Owned(b.into())))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Merge<'a>, A::Error> {
-        let mut part = || -> Result<Cow<'a, str>, A::Error> {
-            let s: Str<'de> = seq
-                .next_element()?
-                .ok_or_else(|| de::Error::custom("merge with fewer than two parts"))?;
-            Ok(s.0)
-        };
-        Ok(Merge(part()?, part()?))
-    }
-}
-
-/// A JSON object of token to id, as a list.
-struct Entries<'a>(Vec<(Cow<'a, str>, u32)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(EntriesVisitor(PhantomData))
-    }
-}
-
-struct EntriesVisitor<'a>(PhantomData<Entries<'a>>);
-
-impl<'de: 'a, 'a> Visitor<'de> for EntriesVisitor<'a> {
-    type Value = Entries<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a map of token to id")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'a>, A::Error> {
-        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some((k, v)) = map.next_entry::<Str<'de>, u32>()? {
-            out.push((k.0, v));
-        }
-        Ok(Entries(out))
-    }
-}
-
-/// The BPE model of the file.
-#[derive(Deserialize)]
-struct Model<'a> {
+struct Model {
     #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(borrow)]
-    vocab: Entries<'a>,
-    #[serde(borrow)]
-    merges: Vec<Merge<'a>>,
     #[serde(default)]
     continuing_subword_prefix: Value,
     #[serde(default)]
@@ -127,9 +52,10 @@ struct Model<'a> {
     ignore_merges: Value,
 }
 
-/// The parts of tokenizer.json a tokenizer is built from.
+/// The parts of tokenizer.json a tokenizer is built from, but the model's
+/// vocab and merges.
 #[derive(Deserialize)]
-struct File<'a> {
+struct File {
     #[serde(default)]
     added_tokens: Vec<Value>,
     #[serde(default)]
@@ -140,8 +66,7 @@ struct File<'a> {
     post_processor: Value,
     #[serde(default)]
     decoder: Value,
-    #[serde(borrow)]
-    model: Model<'a>,
+    model: Model,
 }
 
 /// Whether [`reachable`] tries a cut-down tokenizer for `vocab` (a BPE
@@ -150,14 +75,61 @@ pub(super) fn cuts_down(vocab: &Vocab) -> bool {
     vocab.model() == "BPE" && vocab.file().extension().is_some_and(|e| e == "json")
 }
 
-/// The parsed tokenizer.json of a vocabulary [`cuts_down`] (parsed while
-/// the passes run), borrowing from the file's bytes.
-pub(super) struct Parsed<'a>(File<'a>);
+/// The tokenizer.json of a vocabulary [`cuts_down`], read while the passes
+/// run: its small parts parsed, its merges checked and their strings
+/// located (filtered once the candidates are known), its vocab not read at
+/// all (the loaded [`Vocab`] has it).
+pub(super) struct Parsed<'a> {
+    file: File,
+    bytes: &'a [u8],
+    /// Where each merge's strings lie in `bytes`, quotes included, the
+    /// end marked [`ESCAPED`] for strings with escapes: two a merge when
+    /// `pairs`, else one (`"a b"`).
+    strings: Vec<[u32; 2]>,
+    pairs: bool,
+}
 
-/// Parses `bytes`, the tokenizer.json; `None` when it does not parse as
+/// Marks the end of a string with escapes in [`Parsed`]'s places (files
+/// stay below 2 GiB, or are not cut down).
+const ESCAPED: u32 = 1 << 31;
+
+/// Parses `bytes`, the tokenizer.json, with `model.vocab` and
+/// `model.merges` cut out (see [`scan`]); `None` when it does not parse as
 /// the BPE file expected (the full tokenizer is then used).
 pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
-    serde_json::from_slice(bytes).ok().map(Parsed)
+    let mut strings = Vec::new();
+    let mut pairs = true;
+    let mut fits = true;
+    let mut at = |part: scan::Part| {
+        let r = part.range_in(bytes);
+        match (u32::try_from(r.start), u32::try_from(r.end)) {
+            (Ok(start), Ok(end)) if end < ESCAPED => {
+                let mark = if part.escaped() { ESCAPED } else { 0 };
+                strings.push([start, end | mark]);
+            }
+            _ => fits = false,
+        }
+    };
+    let layout = scan::locate(bytes, |merge| match merge {
+        Merge::Pair(a, b) => {
+            at(a);
+            at(b);
+        }
+        Merge::Joined(s) => {
+            pairs = false;
+            at(s);
+        }
+    })?;
+    let vocab = layout.vocab.filter(|v| bytes[v.start] == b'{' && fits)?;
+    let mut cut = [vocab, layout.merges?];
+    cut.sort_by_key(|r| r.start);
+    let file = serde_json::from_slice(&scan::splice(bytes, &cut)).ok()?;
+    Some(Parsed {
+        file,
+        bytes,
+        strings,
+        pairs,
+    })
 }
 
 /// Whether encoding each of `ids`' own text gives exactly that id (see
@@ -165,7 +137,7 @@ pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
 /// tokenizer cut down from `parsed` when given, else the full one.
 pub(super) fn reachable(vocab: &Vocab, ids: &[u32], parsed: Option<&Parsed>) -> Vec<Option<bool>> {
     let texts: Vec<Option<String>> = ids.iter().map(|&id| vocab.own_text(id)).collect();
-    let Some(tokenizer) = parsed.and_then(|p| restricted(&p.0, texts.iter().flatten())) else {
+    let Some(tokenizer) = parsed.and_then(|p| restricted(vocab, p, texts.iter().flatten())) else {
         return ids.iter().map(|&id| vocab.reaches_itself(id)).collect();
     };
     ids.iter()
@@ -177,9 +149,14 @@ pub(super) fn reachable(vocab: &Vocab, ids: &[u32], parsed: Option<&Parsed>) -> 
         .collect()
 }
 
-/// The tokenizer of `file` cut down to what encoding `texts` needs;
-/// `None` when the file is not a BPE model this covers.
-fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Option<Tokenizer> {
+/// The tokenizer of `vocab`'s file (`parsed`) cut down to what encoding
+/// `texts` needs; `None` when the file is not a BPE model this covers.
+fn restricted<'t>(
+    vocab: &Vocab,
+    parsed: &Parsed,
+    texts: impl Iterator<Item = &'t String>,
+) -> Option<Tokenizer> {
+    let file = &parsed.file;
     let m = &file.model;
     if m.kind.as_deref().is_some_and(|k| k != "BPE")
         || !m.continuing_subword_prefix.is_null()
@@ -198,38 +175,22 @@ fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Optio
         }
         substrings(text, &mut keep);
     }
-    // The kept entries, found by scans of the vocabulary and the merges
-    // on all cores (Llama 3: 128k entries, 280k merges).
+    // The kept entries of the model vocab, in file order (the last of
+    // repeated strings wins, as in the full tokenizer), then added tokens.
     let unk = m.unk_token.as_str();
-    let kept: Vec<(&str, u32)> = m
-        .vocab
-        .0
-        .par_iter()
-        .map(|(t, id)| (&**t, *id))
-        .filter(|&(t, _)| {
-            let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
-            keep.contains(t) || byte || unk == Some(t)
-        })
-        .collect();
     let mut out = serde_json::Map::new();
-    for &(t, id) in &kept {
-        out.insert(t.to_string(), json!(id));
+    for (t, id) in vocab.model_entries() {
+        let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
+        if keep.contains(t) || byte || unk == Some(t) {
+            out.insert(t.to_string(), json!(id));
+        }
     }
     for added in &file.added_tokens {
         if let (Some(content), Some(id)) = (added["content"].as_str(), added["id"].as_u64()) {
             out.insert(content.to_string(), json!(id));
         }
     }
-    let known: HashSet<&str> = out.keys().map(String::as_str).collect();
-    let merges: Vec<Value> = m
-        .merges
-        .par_iter()
-        .filter(|merge| {
-            let (a, b) = (&*merge.0, &*merge.1);
-            known.contains(a) && known.contains(b) && keep.contains(&format!("{a}{b}"))
-        })
-        .map(|merge| json!([&*merge.0, &*merge.1]))
-        .collect();
+    let merges = kept_merges(parsed, &out, &keep, MERGES_PER_TASK)?;
     let json = json!({
         "version": "1.0",
         "truncation": null,
@@ -253,6 +214,117 @@ fn restricted<'t>(file: &File, texts: impl Iterator<Item = &'t String>) -> Optio
         },
     });
     json.to_string().parse().ok()
+}
+
+/// Merges filtered per task by [`kept_merges`].
+const MERGES_PER_TASK: usize = 1 << 14;
+
+/// The merges of `parsed`, in order, whose parts are both `known` and
+/// whose result is in `keep`, as `[a, b]` pairs, filtered on all cores,
+/// `per_task` merges a task (the places of their strings split anywhere
+/// between merges). Allocates
+/// only for strings with escapes and for the merges kept (a few hundred of
+/// Llama 3's 280k); `None` when a merge is not as the tokenizers crate
+/// reads it (the full tokenizer then answers).
+fn kept_merges(
+    parsed: &Parsed,
+    known: &serde_json::Map<String, Value>,
+    keep: &HashSet<String>,
+    per_task: usize,
+) -> Option<Vec<Value>> {
+    let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
+    let sketch = Sketch::new(known.iter().copied());
+    let per_merge = if parsed.pairs { 2 } else { 1 };
+    let parts: Option<Vec<Vec<Value>>> = parsed
+        .strings
+        .par_chunks(per_merge * per_task)
+        .map(|strings| kept_among(parsed, strings, &known, &sketch, keep))
+        .collect();
+    Some(parts?.into_iter().flatten().collect())
+}
+
+/// [`kept_merges`] among the merges whose strings are at `strings`.
+fn kept_among(
+    parsed: &Parsed,
+    strings: &[[u32; 2]],
+    known: &HashSet<&[u8]>,
+    sketch: &Sketch,
+    keep: &HashSet<String>,
+) -> Option<Vec<Value>> {
+    let range = |[start, end]: [u32; 2]| start as usize..(end & !ESCAPED) as usize;
+    let part = |place: [u32; 2]| scan::Part::new(&parsed.bytes[range(place)], place[1] >= ESCAPED);
+    // Most merges have a part that is not known, seen without hashing:
+    // a plain string (no escape, so as written) whose sketch bit is clear.
+    let plain = |place: [u32; 2]| {
+        let r = range(place);
+        (place[1] < ESCAPED).then(|| &parsed.bytes[r.start + 1..r.end - 1])
+    };
+    let unknown = |t: Option<&[u8]>| t.is_some_and(|t| !sketch.may_hold(t));
+    let mut out = Vec::new();
+    for strings in strings.chunks(if parsed.pairs { 2 } else { 1 }) {
+        let skip = match *strings {
+            [a, b] => unknown(plain(a)) || unknown(plain(b)),
+            // Joined: only as the tokenizers crate splits it (one space,
+            // no `#version` line), else `parts` says it is not a merge.
+            [s] => plain(s).is_some_and(|t| {
+                let space = t.iter().position(|&c| c == b' ');
+                match space {
+                    Some(at) if !t[at + 1..].contains(&b' ') && !t.starts_with(b"#version") => {
+                        unknown(Some(&t[..at])) || unknown(Some(&t[at + 1..]))
+                    }
+                    _ => false,
+                }
+            }),
+            _ => false,
+        };
+        if skip {
+            continue;
+        }
+        let merge = match *strings {
+            [a, b] => Merge::Pair(part(a), part(b)),
+            [s] => Merge::Joined(part(s)),
+            _ => return None,
+        };
+        let [a, b] = merge.parts()?;
+        if !(known.contains(&*a) && known.contains(&*b)) {
+            continue;
+        }
+        // Both parts are known strings, so valid UTF-8.
+        let (Ok(a), Ok(b)) = (std::str::from_utf8(&a), std::str::from_utf8(&b)) else {
+            continue;
+        };
+        if keep.contains(&format!("{a}{b}")) {
+            out.push(json!([a, b]));
+        }
+    }
+    Some(out)
+}
+
+/// A bit for each (length, first byte, last byte) of a set of strings: a
+/// string whose bit is clear is not in the set, known without hashing it.
+struct Sketch(Vec<u64>);
+
+impl Sketch {
+    fn key(s: &[u8]) -> usize {
+        let (first, last) = (s.first().copied(), s.last().copied());
+        (s.len() & 15) << 12
+            | usize::from(first.unwrap_or(0) & 63) << 6
+            | usize::from(last.unwrap_or(0) & 63)
+    }
+
+    fn new<'a>(set: impl Iterator<Item = &'a [u8]>) -> Sketch {
+        let mut bits = vec![0u64; 1 << 10];
+        for s in set {
+            let k = Sketch::key(s);
+            bits[k >> 6] |= 1 << (k & 63);
+        }
+        Sketch(bits)
+    }
+
+    fn may_hold(&self, s: &[u8]) -> bool {
+        let k = Sketch::key(s);
+        self.0[k >> 6] >> (k & 63) & 1 == 1
+    }
 }
 
 /// The words the model sees for `text`: normalised, pre-tokenized.
@@ -299,7 +371,7 @@ mod tests {
             let texts: Vec<String> = ids.iter().filter_map(|&id| v.own_text(id)).collect();
             let bytes = std::fs::read(v.file()).unwrap();
             let parsed = parse(&bytes).expect("parses");
-            assert!(restricted(&parsed.0, texts.iter()).is_some(), "{dir}");
+            assert!(restricted(&v, &parsed, texts.iter()).is_some(), "{dir}");
             let full: Vec<Option<bool>> = ids.iter().map(|&id| v.reaches_itself(id)).collect();
             assert_eq!(reachable(&v, &ids, Some(&parsed)), full, "{dir}");
             let (yes, no) = (
@@ -307,6 +379,145 @@ mod tests {
                 full.iter().filter(|r| **r == Some(false)).count(),
             );
             assert!(yes > 50 && no > 0, "{dir}: {yes} reach, {no} do not");
+        }
+    }
+
+    /// A copy of the byte-level fixture in a temporary directory, its
+    /// merges array written as `merges` gives it.
+    fn with_merges(merges: impl Fn(&[(String, String)]) -> String) -> tempfile::TempDir {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pieces-byte-level");
+        let text = std::fs::read_to_string(root.join("tokenizer.json")).unwrap();
+        let mut file: Value = serde_json::from_str(&text).unwrap();
+        let pairs: Vec<(String, String)> =
+            serde_json::from_value(file["model"]["merges"].take()).unwrap();
+        file["model"]["merges"] = json!("@merges@");
+        let text = serde_json::to_string_pretty(&file)
+            .unwrap()
+            .replace("\"@merges@\"", &merges(&pairs));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+        dir
+    }
+
+    /// `s` as a JSON string with every character but ASCII letters and
+    /// digits escaped (`\"`, `\\`, `\/`, else `\uXXXX`, surrogate pairs
+    /// beyond the BMP).
+    fn escaped(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '/' => out.push_str("\\/"),
+                c if c.is_ascii_alphanumeric() => out.push(c),
+                c => {
+                    let mut units = [0; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// The answers for every id of the vocabulary in `dir`: through the
+    /// cut-down tokenizer (`None` when the file does not parse for it) and
+    /// the full one.
+    fn answers(dir: &Path) -> (Option<Vec<Option<bool>>>, Vec<Option<bool>>) {
+        let v = Vocab::load(dir, None).unwrap().unwrap();
+        let ids: Vec<u32> = (0..v.size() as u32).collect();
+        let bytes = std::fs::read(v.file()).unwrap();
+        let cut = parse(&bytes).map(|parsed| {
+            let texts: Vec<String> = ids.iter().filter_map(|&id| v.own_text(id)).collect();
+            assert!(restricted(&v, &parsed, texts.iter()).is_some());
+            reachable(&v, &ids, Some(&parsed))
+        });
+        let full = ids.iter().map(|&id| v.reaches_itself(id)).collect();
+        (cut, full)
+    }
+
+    #[test]
+    fn merges_of_both_shapes_with_escapes() {
+        // Every string escaped (`\"`, `\\`, `\/`, `\u00e9`-style), as pairs
+        // and joined, and joined as written: the same answers as the full
+        // tokenizer reading them.
+        let pairs = with_merges(|m| {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| format!("[{}, {}]", escaped(a), escaped(b)))
+                .collect();
+            format!("[\n{}\n]", items.join(",\n"))
+        });
+        let joined = with_merges(|m| {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| escaped(&format!("{a} {b}")))
+                .collect();
+            format!("[{}]", items.join(", "))
+        });
+        let plain = with_merges(|m| {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| json!(format!("{a} {b}")).to_string())
+                .collect();
+            format!("[{}]", items.join(",\n  "))
+        });
+        for dir in [&pairs, &joined, &plain] {
+            let (cut, full) = answers(dir.path());
+            assert_eq!(cut, Some(full.clone()));
+            assert!(full.iter().filter(|r| **r == Some(true)).count() > 50);
+        }
+    }
+
+    #[test]
+    fn unexpected_merges_use_the_full_tokenizer() {
+        // Valid JSON the tokenizers crate refuses (three parts, mixed
+        // shapes): no cut-down tokenizer, the full one's answers, no panic.
+        let three = with_merges(|m| {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(a, b)| json!([a, b, "x"]).to_string())
+                .collect();
+            format!("[{}]", items.join(","))
+        });
+        let mixed = with_merges(|m| {
+            let (a, b) = &m[0];
+            format!("[{}, {}]", json!([a, b]), json!(format!("{a} {b}")))
+        });
+        for dir in [&three, &mixed] {
+            let (cut, full) = answers(dir.path());
+            assert_eq!(cut, None);
+            assert!(full.iter().all(Option::is_none), "{full:?}");
+        }
+    }
+
+    #[test]
+    fn merges_filtered_in_any_number_of_tasks() {
+        // The kept merges of the byte-level fixture (a few of its 87): in
+        // order whatever the split into tasks.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pieces-byte-level");
+        let bytes = std::fs::read(root.join("tokenizer.json")).unwrap();
+        let parsed = parse(&bytes).unwrap();
+        let v = Vocab::load(&root, None).unwrap().unwrap();
+        let mut keep = HashSet::new();
+        for id in 0..v.size() as u32 {
+            if let Some(text) = v.own_text(id).filter(|_| id % 3 == 0) {
+                substrings(&text, &mut keep);
+            }
+        }
+        let known: serde_json::Map<String, Value> = v
+            .model_entries()
+            .map(|(t, id)| (t.to_string(), json!(id)))
+            .collect();
+        let one = kept_merges(&parsed, &known, &keep, MERGES_PER_TASK).unwrap();
+        assert!(one.len() > 2 && one.len() < 87, "{}", one.len());
+        for per_task in [1, 2, 7] {
+            assert_eq!(
+                kept_merges(&parsed, &known, &keep, per_task),
+                Some(one.clone())
+            );
         }
     }
 
