@@ -88,7 +88,18 @@ fn json_has_every_field() {
         .map(|c| c.as_u64().unwrap())
         .sum();
     assert_eq!(total, 345);
-    assert!(v["notes"].as_array().unwrap().is_empty());
+    // The fixture's head is noise around its planted rows: no direction
+    // stands out, and the note says so.
+    let notes = v["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .starts_with("no direction of `lm_head.weight` stands out"),
+        "{notes:?}"
+    );
+    assert_eq!(v["component_iterations"], 3);
     let c = candidate(&v, 339);
     assert_eq!(c["token"], "<|reserved_special_token_0|>");
     assert_eq!(c["kind"], "special");

@@ -13,9 +13,19 @@
 //! are decoded in registers (see `kernel`), nothing the size of the
 //! sample is copied. A component with a spectral gap is found to within a
 //! fraction of a degree by the sample in a few iterations (tested below:
-//! each one shrinks the error by the ratio of the top two variances);
-//! without a gap there is no single direction to find and the iteration
-//! stops at [`MAX_ITERATIONS`].
+//! each one shrinks the error by the ratio of the top two variances).
+//!
+//! Without a gap there is no single direction to find. A sample of `n`
+//! rows of `d` values whose variance is spread evenly has, by chance, top
+//! directions of up to `(1 + √(d/n))²` times the mean variance per
+//! direction (the Marchenko–Pastur edge), and a matrix whose own top
+//! direction stands out less than that shows none in its sample (the
+//! BBP transition). So when, from iteration [`NOISE_TEST_FROM`] on, the
+//! variance along the current estimate is still below that edge, the
+//! iteration stops: the sample cannot tell the direction from noise, and
+//! more iterations would only pick among directions of about equal
+//! variance (`within_noise` says so). Otherwise it stops at
+//! [`MAX_ITERATIONS`].
 
 use rayon::prelude::*;
 
@@ -36,6 +46,9 @@ pub(crate) const MAX_ITERATIONS: usize = 8;
 const TOLERANCE: f64 = 2e-6;
 /// Sample rows per task of a sweep.
 const CHUNK: usize = 64;
+/// The first iteration whose estimate is tested against the noise edge
+/// (earlier ones may still be far from the top direction).
+const NOISE_TEST_FROM: usize = 3;
 
 /// The component and how it was found.
 #[derive(Debug)]
@@ -46,6 +59,9 @@ pub(crate) struct Component {
     pub rows: usize,
     /// Power iterations made.
     pub iterations: usize,
+    /// The sample's top variance is within its noise level: no direction
+    /// stands out (see the module docs).
+    pub within_noise: bool,
 }
 
 /// One worker's share of a sweep.
@@ -56,6 +72,8 @@ struct Acc {
     total: Vec<f64>,
     /// The finite rows seen (first sweep).
     finite: Vec<usize>,
+    /// Their sum of squares (first sweep).
+    squares: f64,
     buf: Vec<f32>,
 }
 
@@ -72,9 +90,11 @@ fn row_work<const FMA: bool>(
     match v {
         Some(v) => axpy::<FMA>(&mut acc.chunk, dot1::<FMA>(r, v), r),
         None => {
-            if dot3::<FMA>(r, zeros, zeros)[0].is_finite() {
+            let sq = dot3::<FMA>(r, zeros, zeros)[0];
+            if sq.is_finite() {
                 axpy::<FMA>(&mut acc.chunk, 1.0, r);
                 acc.finite.push(i);
+                acc.squares += f64::from(sq);
             }
         }
     }
@@ -117,9 +137,19 @@ unsafe fn chunk_avx512(m: &Matrix, ids: &[usize], v: Option<&[f32]>, z: &[f32], 
     chunk_body::<true>(m, ids, v, z, acc);
 }
 
+/// What a sweep found.
+struct Swept {
+    /// `Σ r (r·v)`, or without `v` the sum of the finite rows.
+    sum: Vec<f64>,
+    /// Without `v`: the finite rows (sorted).
+    finite: Vec<usize>,
+    /// Without `v`: their sum of squares.
+    squares: f64,
+}
+
 /// `Σ r (r·v)` over the rows `ids` of `m`, or without `v` the sum of the
-/// finite ones and which they are (sorted).
-fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> (Vec<f64>, Vec<usize>) {
+/// finite ones, which they are and their sum of squares.
+fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> Swept {
     let cols = m.cols();
     let zeros = vec![0.0; cols];
     let acc = ids
@@ -129,6 +159,7 @@ fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> (Vec<f64>,
                 chunk: vec![0.0; cols],
                 total: vec![0.0; cols],
                 finite: Vec::new(),
+                squares: 0.0,
                 buf: Vec::new(),
             },
             |mut acc, chunk| {
@@ -146,14 +177,23 @@ fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> (Vec<f64>,
         .reduce_with(|mut a, b| {
             a.total.iter_mut().zip(&b.total).for_each(|(x, y)| *x += y);
             a.finite.extend(b.finite);
+            a.squares += b.squares;
             a
         });
     match acc {
         Some(mut acc) => {
             acc.finite.sort_unstable();
-            (acc.total, acc.finite)
+            Swept {
+                sum: acc.total,
+                finite: acc.finite,
+                squares: acc.squares,
+            }
         }
-        None => (vec![0.0; cols], Vec::new()),
+        None => Swept {
+            sum: vec![0.0; cols],
+            finite: Vec::new(),
+            squares: 0.0,
+        },
     }
 }
 
@@ -183,31 +223,44 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
     let (rows, cols) = (m.rows(), m.cols());
     let wide = has_avx512();
     let ids = sample_ids(rows, sample);
-    let (sum, ids) = sweep(wide, m, &ids, None);
+    let Swept {
+        sum,
+        finite: ids,
+        squares,
+    } = sweep(wide, m, &ids, None);
     let n = ids.len() as f64;
     let mut axis = vec![0.0; cols];
     axis[0] = 1.0;
-    let done = |v: Vec<f64>, iterations| Component {
+    let done = |v: Vec<f64>, iterations, within_noise| Component {
         v: v.iter().map(|&x| x as f32).collect(),
         rows: ids.len(),
         iterations,
+        within_noise,
     };
     let mean: Vec<f64> = sum.iter().map(|s| s / n.max(1.0)).collect();
+    // The Marchenko–Pastur edge of the sample: the top variance evenly
+    // spread rows reach by chance (see the module docs).
+    let spread = (squares / n.max(1.0) - dot(&mean, &mean)).max(0.0) / cols as f64;
+    let edge = spread * (1.0 + (cols as f64 / n.max(1.0)).sqrt()).powi(2);
     // Start from a fixed mix of all axes, not one the rows may miss.
     let start: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
     let mut v = unit(&start).unwrap_or(axis.clone());
     for it in 1..=MAX_ITERATIONS {
         if ids.is_empty() {
-            return done(axis, 0);
+            return done(axis, 0, false);
         }
         let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
-        let (mtmv, _) = sweep(wide, m, &ids, Some(&v32));
+        let mtmv = sweep(wide, m, &ids, Some(&v32)).sum;
         let mv = dot(&mean, &v);
         // C v = Σ r (r·v) / n − μ (μ·v): the covariance times v.
         let w: Vec<f64> = (0..cols).map(|j| mtmv[j] / n - mean[j] * mv).collect();
         let Some(mut u) = unit(&w) else {
-            return done(axis, it);
+            return done(axis, it, false);
         };
+        // v·Cv: the variance along the estimate.
+        if it >= NOISE_TEST_FROM && dot(&v, &w) < edge {
+            return done(u, it, true);
+        }
         // Keep the sign steady so successive estimates compare.
         if dot(&u, &v) < 0.0 {
             u.iter_mut().for_each(|x| *x = -*x);
@@ -215,10 +268,10 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
         let converged = 1.0 - dot(&u, &v) < TOLERANCE;
         v = u;
         if converged {
-            return done(v, it);
+            return done(v, it, false);
         }
     }
-    done(v, MAX_ITERATIONS)
+    done(v, MAX_ITERATIONS, false)
 }
 
 #[cfg(test)]
@@ -305,6 +358,29 @@ mod tests {
     }
 
     #[test]
+    fn noise_stops_at_the_noise_test_and_a_gap_does_not() {
+        // 2,000 rows of 64 values of even spread: no direction stands out.
+        let (rows, cols) = (2000, 64);
+        let values: Vec<f32> = (0..rows * cols).map(noise).collect();
+        let bytes = f32_matrix(&values, rows, cols);
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+        let c = sampled(&m, SAMPLE_ROWS);
+        assert!(c.within_noise);
+        assert_eq!(c.iterations, NOISE_TEST_FROM);
+        // The same rows plus a spread of 3 along one axis stand out.
+        let tilted: Vec<f32> = values
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| if k % cols == 5 { 3.0 * x } else { x })
+            .collect();
+        let bytes = f32_matrix(&tilted, rows, cols);
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+        let c = sampled(&m, SAMPLE_ROWS);
+        assert!(!c.within_noise);
+        assert!(c.v[5].abs() > 0.99, "{:?}", c.v);
+    }
+
+    #[test]
     fn small_matrices_are_sampled_whole() {
         assert_eq!(sample_ids(100, SAMPLE_ROWS), (0..100).collect::<Vec<_>>());
         assert_eq!(sample_ids(4096, SAMPLE_ROWS).len(), 4096);
@@ -323,5 +399,6 @@ mod tests {
         let m = Matrix::new("t", &bytes, Dtype::F32, &[3, 2]).unwrap();
         let c = sampled(&m, SAMPLE_ROWS);
         assert_eq!((c.v, c.rows, c.iterations), (vec![1.0, 0.0], 0, 0));
+        assert!(!c.within_noise);
     }
 }

@@ -250,6 +250,7 @@ fn analyse<E: From<Error> + Send>(
         passes,
         component_rows,
         component_iterations,
+        component_within_noise,
     } = plan::measure(&matrices, req, load, &held, &source, &clock)?;
     let read: Vec<_> = [embed.and(embed_t), head.and(head_t)]
         .into_iter()
@@ -263,6 +264,12 @@ fn analyse<E: From<Error> + Send>(
         });
     }
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
+    if let Some(h) = head.as_ref().filter(|_| component_within_noise) {
+        notes.push(format!(
+            "no direction of `{}` stands out: along the top one of its {component_rows}-row sample the variance is within what evenly spread rows reach by chance, so the principal component removed (after {component_iterations} iterations) is one of many of about equal variance and changes the cosines little",
+            h.name()
+        ));
+    }
     // The pages are let go on a thread of their own while the scores and
     // the reachability test (mostly one thread) run.
     let (ranked, reachable) = std::thread::scope(|s| {

@@ -99,6 +99,8 @@ pub(super) struct Measured<'s> {
     pub passes: usize,
     pub component_rows: usize,
     pub component_iterations: usize,
+    /// The component's variance is within the sample's noise level.
+    pub component_within_noise: bool,
 }
 
 /// Loads the vocabulary (into `held`) and measures the matrices, each
@@ -157,6 +159,7 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
             passes: 0,
             component_rows: 0,
             component_iterations: 0,
+            component_within_noise: false,
         };
         if let Some(mut sums) = embed_sums {
             let e = embed.expect("an embedding pass");
@@ -230,6 +233,7 @@ fn head(
     let pc = pc.filter(|_| mean.is_some());
     if let Some(c) = &pc {
         (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
+        out.component_within_noise = c.within_noise;
     }
     let pcv = pc.as_ref().map(|c| c.v.as_slice());
     let sums = clock.time("head pass", || pass::sums(h, &known, pcv, bar));
