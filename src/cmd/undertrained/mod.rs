@@ -270,18 +270,17 @@ fn analyse<E: From<Error> + Send>(
             h.name()
         ));
     }
-    // The pages are let go on a thread of their own while the scores and
-    // the reachability test (mostly one thread) run.
-    let (ranked, reachable) = std::thread::scope(|s| {
+    let ranked = clock.time("scores", || rank(&ind, rows, req.top));
+    // The pages are let go on all cores while the reachability test (one
+    // thread, most of the time) runs.
+    let reachable = std::thread::scope(|s| {
         s.spawn(|| clock.time("release pages", || release::release(ckpt, &read)));
-        let ranked = clock.time("scores", || rank(&ind, rows, req.top));
-        let reachable = match vocab.filter(|_| req.reachability) {
+        match vocab.filter(|_| req.reachability) {
             Some(v) => clock.time("reachability", || {
                 reach::reachable(v, &ranked.order, parsed.as_ref())
             }),
             None => Vec::new(),
-        };
-        (ranked, reachable)
+        }
     });
     let Ranked {
         indicators,
