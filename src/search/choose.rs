@@ -5,9 +5,8 @@
 //! has (for a BF16 matrix: AMX, AVX-512 BF16 and the AVX512-VNNI int8
 //! kernel, whose probe times its quantization and int8 pass, not its
 //! refinement of the few rows near the top), its widest f32 kernel, and
-//! the AVX2 one where it reads the rows in place (F16, F32, and BF16 when
-//! no BF16 kernel runs). On a matrix of at
-//! least [`PROBE_MIN_BYTES`], each contender scores the same first
+//! the AVX2 one where it reads the rows in place (BF16, F16, F32). On a
+//! matrix of at least [`PROBE_MIN_BYTES`], each contender scores the same first
 //! [`PROBE_BYTES`] of rows against the real queries, interleaved over
 //! [`PROBE_ROUNDS`] rounds after one warm-up run (which faults the pages
 //! in); the fastest run of each counts, and the fastest contender takes the
@@ -115,17 +114,13 @@ pub(super) fn choose(m: &Matrix, queries: &[Vec<f32>]) -> Result<(Queries, Kerne
         return Ok(settle(k, "forced by EMBSCOPE_KERNEL".into()));
     }
     // Slowest first: the BF16 kernels come last, the widest f32 one before,
-    // and the AVX2 one before that when it reads the rows in place and no
-    // BF16 kernel does (on F16 or F32, or BF16 without AVX-512 BF16, it can
-    // beat AVX-512 on converted blocks).
+    // and the AVX2 one before that when it reads the rows in place (with
+    // one query it can beat them all: it does the least work per byte).
     let widest_f32 = available.iter().rev().find(|k| !k.reads_bf16()).copied();
-    let bf16_kernel = available.iter().any(|k| k.reads_bf16());
     let mut contenders: Vec<Kernel> = available
         .iter()
         .copied()
-        .filter(|k| {
-            k.reads_bf16() || Some(*k) == widest_f32 || (k.reads_in_place(dtype) && !bf16_kernel)
-        })
+        .filter(|k| k.reads_bf16() || Some(*k) == widest_f32 || k.reads_in_place(dtype))
         .rev()
         .collect();
     if contenders.is_empty() {
