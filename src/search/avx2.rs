@@ -16,15 +16,12 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
+use super::x86::{BF16, F16, F32};
 use crate::dtype::Dtype;
 
 /// Columns per step.
 const STEP: usize = 16;
 
-/// The stored form of the rows, as the kernel's const parameter.
-const F32: u8 = 0;
-const BF16: u8 = 1;
-const F16: u8 = 2;
 
 /// Whether the kernel reads rows of `dtype` in place: BF16, F32, and F16
 /// on a CPU with F16C.

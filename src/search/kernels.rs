@@ -21,7 +21,10 @@ pub(super) enum Kernel {
     /// code compiled for AVX2.
     #[cfg(target_arch = "x86_64")]
     Avx2,
-    /// AVX-512F FMA on blocks converted to f32.
+    /// AVX-512F FMA: tiles of up to 4 queries on the stored bytes of BF16,
+    /// F16 and F32 rows (widened in registers), or, from
+    /// [`PANEL_QUERIES`] queries on, 16 queries per vector on blocks
+    /// converted to f32.
     #[cfg(target_arch = "x86_64")]
     Avx512,
     /// AVX-512 BF16 dot products on the stored bytes (BF16 matrices only).
@@ -298,6 +301,20 @@ impl Queries {
         #[cfg(target_arch = "x86_64")]
         if let Some(layout) = &self.avx2 {
             return super::avx2::block(m.block_bytes(rows), layout, norms, dots);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.kernel == Kernel::Avx512 && self.panels.is_none() {
+            // The dot-style tiles read BF16, F16 and F32 rows in place.
+            let kind = match m.dtype() {
+                Dtype::BF16 => Some(super::x86::BF16),
+                Dtype::F16 => Some(super::x86::F16),
+                Dtype::F32 => Some(super::x86::F32),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                let bytes = m.block_bytes(rows);
+                return super::x86::block_avx512(bytes, kind, cols, &self.f32, norms, dots);
+            }
         }
         let scratch = &mut scratch.f32;
         #[cfg(target_arch = "x86_64")]

@@ -141,21 +141,59 @@ fn shapes(
     (rows, nq)
 }
 
+/// The stored form of rows read in place, as a kernel's const parameter.
+pub(super) const F32: u8 = 0;
+/// See [`F32`].
+pub(super) const BF16: u8 = 1;
+/// See [`F32`].
+pub(super) const F16: u8 = 2;
+
 /// Row norms and dot products for a block of f32 rows, AVX-512F path.
 /// Layout as in `Queries::score_block`.
 pub(super) fn block_f32_avx512(
     block: &[f32],
     cols: usize,
     queries: &[f32],
+    norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    // SAFETY: any f32 slice is also a slice of its bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(block.as_ptr().cast::<u8>(), 4 * block.len()) };
+    block_avx512(bytes, F32, cols, queries, norms, dots);
+}
+
+/// [`block_f32_avx512`] on the stored bytes of a block of rows stored as
+/// `kind` (BF16 and F16 widened in registers): the same values in the same
+/// order, so the same sums, without a converted copy.
+pub(super) fn block_avx512(
+    block: &[u8],
+    kind: u8,
+    cols: usize,
+    queries: &[f32],
     mut norms: Option<&mut [f32]>,
     dots: &mut [f32],
 ) {
     assert!(has_avx512());
-    let (rows, nq) = shapes(block.len(), cols, queries.len(), norms.as_deref(), dots);
+    let size = if kind == F32 { 4 } else { 2 };
+    assert!(block.len().is_multiple_of(size));
+    let (rows, nq) = shapes(block.len() / size, cols, queries.len(), norms.as_deref(), dots);
+    let b = Block {
+        bytes: block,
+        cols,
+        rows,
+        queries,
+        nq,
+    };
     if nq == 0 {
         if let Some(n) = norms {
             // SAFETY: the CPU has AVX-512F (checked above).
-            unsafe { walk_f32::<8, 0, true>(block, cols, rows, queries, 0, 0, n, dots) };
+            unsafe {
+                match kind {
+                    BF16 => walk_f32::<8, 0, true, BF16>(&b, 0, n, dots),
+                    F16 => walk_f32::<8, 0, true, F16>(&b, 0, n, dots),
+                    _ => walk_f32::<8, 0, true, F32>(&b, 0, n, dots),
+                }
+            };
         }
         return;
     }
@@ -169,63 +207,87 @@ pub(super) fn block_f32_avx512(
         };
         // SAFETY: the CPU has AVX-512F (checked above).
         unsafe {
-            if with_norms {
-                dispatch!(
-                    walk_f32::<true>,
-                    qn,
-                    (block, cols, rows, queries, q0, nq, n, dots)
-                )
-            } else {
-                dispatch!(
-                    walk_f32::<false>,
-                    qn,
-                    (block, cols, rows, queries, q0, nq, n, dots)
-                )
+            match (kind, with_norms) {
+                (BF16, true) => dispatch!(walk_f32::<true, 1>, qn, (&b, q0, n, dots)),
+                (BF16, false) => dispatch!(walk_f32::<false, 1>, qn, (&b, q0, n, dots)),
+                (F16, true) => dispatch!(walk_f32::<true, 2>, qn, (&b, q0, n, dots)),
+                (F16, false) => dispatch!(walk_f32::<false, 2>, qn, (&b, q0, n, dots)),
+                (_, true) => dispatch!(walk_f32::<true, 0>, qn, (&b, q0, n, dots)),
+                (_, false) => dispatch!(walk_f32::<false, 0>, qn, (&b, q0, n, dots)),
             }
         };
         q0 += qn;
     }
 }
 
-/// All row tiles of one query tile, f32 path.
-#[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-fn walk_f32<const R: usize, const Q: usize, const NORMS: bool>(
-    block: &[f32],
+/// A block's stored rows and its queries.
+struct Block<'a> {
+    bytes: &'a [u8],
     cols: usize,
     rows: usize,
-    queries: &[f32],
-    q0: usize,
+    queries: &'a [f32],
     nq: usize,
+}
+
+/// All row tiles of one query tile, rows stored as `KIND`.
+#[target_feature(enable = "avx512f")]
+fn walk_f32<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
+    b: &Block,
+    q0: usize,
     norms: &mut [f32],
     dots: &mut [f32],
 ) {
     let mut r0 = 0;
-    while r0 + R <= rows {
-        tile_f32::<R, Q, NORMS>(block, cols, r0, queries, q0, nq, norms, dots);
+    while r0 + R <= b.rows {
+        tile_f32::<R, Q, NORMS, KIND>(b, r0, q0, norms, dots);
         r0 += R;
     }
-    for r in r0..rows {
-        tile_f32::<1, Q, NORMS>(block, cols, r, queries, q0, nq, norms, dots);
+    for r in r0..b.rows {
+        tile_f32::<1, Q, NORMS, KIND>(b, r, q0, norms, dots);
+    }
+}
+
+/// Columns `c..c + 16` of a row stored as `KIND` (`row` holds the whole
+/// row), as f32; columns past the row's end are 0.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn load<const KIND: u8>(row: &[u8], c: usize, mask: __mmask16) -> __m512 {
+    if KIND == F32 {
+        // SAFETY: `mask` selects the columns of c..c + 16 inside the row,
+        // and suppresses the rest; loadu needs no alignment.
+        return unsafe { _mm512_maskz_loadu_ps(mask, row.as_ptr().add(4 * c).cast()) };
+    }
+    let raw = if mask == !0 {
+        // SAFETY: the 16 columns from c are inside the row (a whole step).
+        unsafe { _mm256_loadu_si256(row.as_ptr().add(2 * c).cast()) }
+    } else {
+        let mut tail = [0u8; 32];
+        let rest = &row[2 * c..];
+        tail[..rest.len()].copy_from_slice(rest);
+        // SAFETY: `tail` holds 32 bytes.
+        unsafe { _mm256_loadu_si256(tail.as_ptr().cast()) }
+    };
+    if KIND == BF16 {
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw)))
+    } else {
+        _mm512_cvtph_ps(raw)
     }
 }
 
 /// One tile of `R` rows from `r0` × `Q` queries from `q0`, f32 FMA path.
 #[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-fn tile_f32<const R: usize, const Q: usize, const NORMS: bool>(
-    block: &[f32],
-    cols: usize,
+fn tile_f32<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
+    b: &Block,
     r0: usize,
-    queries: &[f32],
     q0: usize,
-    nq: usize,
     norms: &mut [f32],
     dots: &mut [f32],
 ) {
-    assert!((r0 + R) * cols <= block.len() && (q0 + Q) * cols <= queries.len());
-    let row_ptr: [*const f32; R] = from_fn(|r| block[(r0 + r) * cols..].as_ptr());
-    let q_ptr: [*const f32; Q] = from_fn(|q| queries[(q0 + q) * cols..].as_ptr());
+    let (cols, nq) = (b.cols, b.nq);
+    let row_bytes = if KIND == F32 { 4 * cols } else { 2 * cols };
+    let rows: [&[u8]; R] = from_fn(|r| &b.bytes[(r0 + r) * row_bytes..(r0 + r + 1) * row_bytes]);
+    assert!((q0 + Q) * cols <= b.queries.len());
+    let q_ptr: [*const f32; Q] = from_fn(|q| b.queries[(q0 + q) * cols..].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); Q]; R];
     let mut norm_acc = [_mm512_setzero_ps(); R];
     let mut c = 0;
@@ -235,12 +297,11 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool>(
         } else {
             (1u16 << (cols - c)) - 1
         };
-        // SAFETY: the assert above puts columns c..min(c + 16, cols) of rows
-        // r0..r0 + R and queries q0..q0 + Q inside `block` and `queries`;
-        // `mask` selects exactly those columns and suppresses the rest.
-        let x: [__m512; R] = from_fn(|r| unsafe { _mm512_maskz_loadu_ps(mask, row_ptr[r].add(c)) });
+        let x: [__m512; R] = from_fn(|r| load::<KIND>(rows[r], c, mask));
         for q in 0..Q {
-            // SAFETY: as above.
+            // SAFETY: the assert above puts columns c..min(c + 16, cols) of
+            // queries q0..q0 + Q inside `queries`; `mask` selects exactly
+            // those columns and suppresses the rest.
             let y = unsafe { _mm512_maskz_loadu_ps(mask, q_ptr[q].add(c)) };
             for r in 0..R {
                 acc[r][q] = _mm512_fmadd_ps(x[r], y, acc[r][q]);
