@@ -16,12 +16,11 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::x86::{BF16, F16, F32};
+use super::x86::{BF16, Block, F16, F32};
 use crate::dtype::Dtype;
 
 /// Columns per step.
 const STEP: usize = 16;
-
 
 /// Whether the kernel reads rows of `dtype` in place: BF16, F32, and F16
 /// on a CPU with F16C.
@@ -107,7 +106,7 @@ pub(super) fn block(
         Dtype::F16 => F16,
         _ => F32,
     };
-    let q = Tile {
+    let q = Block {
         bytes,
         cols,
         rows,
@@ -145,19 +144,10 @@ pub(super) fn block(
     }
 }
 
-/// A block and its queries.
-struct Tile<'a> {
-    bytes: &'a [u8],
-    cols: usize,
-    rows: usize,
-    queries: &'a [f32],
-    nq: usize,
-}
-
 /// All row tiles of the query tile `q0..q0 + Q`.
 #[target_feature(enable = "avx2,fma,f16c")]
 fn walk<const R: usize, const Q: usize, const NORMS: bool>(
-    t: &Tile,
+    t: &Block,
     kind: u8,
     q0: usize,
     norms: &mut [f32],
@@ -204,7 +194,7 @@ fn reduce(v: __m256) -> f32 {
 /// `KIND`.
 #[target_feature(enable = "avx2,fma,f16c")]
 fn tile<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
-    t: &Tile,
+    t: &Block,
     r0: usize,
     q0: usize,
     norms: &mut [f32],

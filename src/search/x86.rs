@@ -176,7 +176,13 @@ pub(super) fn block_avx512(
     assert!(has_avx512());
     let size = if kind == F32 { 4 } else { 2 };
     assert!(block.len().is_multiple_of(size));
-    let (rows, nq) = shapes(block.len() / size, cols, queries.len(), norms.as_deref(), dots);
+    let (rows, nq) = shapes(
+        block.len() / size,
+        cols,
+        queries.len(),
+        norms.as_deref(),
+        dots,
+    );
     let b = Block {
         bytes: block,
         cols,
@@ -220,13 +226,14 @@ pub(super) fn block_avx512(
     }
 }
 
-/// A block's stored rows and its queries.
-struct Block<'a> {
-    bytes: &'a [u8],
-    cols: usize,
-    rows: usize,
-    queries: &'a [f32],
-    nq: usize,
+/// A block's stored rows and its queries (`nq` of `cols` values each,
+/// back to back), for the in-place tiles (here and in `avx2`).
+pub(super) struct Block<'a> {
+    pub bytes: &'a [u8],
+    pub cols: usize,
+    pub rows: usize,
+    pub queries: &'a [f32],
+    pub nq: usize,
 }
 
 /// All row tiles of one query tile, rows stored as `KIND`.
