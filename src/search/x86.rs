@@ -36,54 +36,36 @@ pub(super) fn has_avx512bf16() -> bool {
 /// Converts little-endian BF16 values (`bytes`, any alignment) to f32
 /// (exactly: a BF16 value is the high half of an f32), AVX-512F.
 pub(super) fn bf16_to_f32(bytes: &[u8], out: &mut [f32]) {
-    assert!(has_avx512());
-    assert_eq!(bytes.len(), 2 * out.len(), "lengths");
-    // SAFETY: the CPU has AVX-512F (checked above).
-    unsafe { bf16_to_f32_impl(bytes, out) }
-}
-
-#[target_feature(enable = "avx512f")]
-fn bf16_to_f32_impl(bytes: &[u8], out: &mut [f32]) {
-    let (chunks, tail) = out.as_chunks_mut::<16>();
-    for (i, chunk) in chunks.iter_mut().enumerate() {
-        // SAFETY: chunk i is values 16 i..16 i + 16, bytes 32 i..32 i + 32 of
-        // `bytes` (twice as long as `out`); loadu/storeu need no alignment.
-        unsafe {
-            let raw = _mm256_loadu_si256(bytes.as_ptr().add(32 * i).cast());
-            let wide = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw));
-            _mm512_storeu_ps(chunk.as_mut_ptr(), _mm512_castsi512_ps(wide));
-        }
-    }
-    let done = chunks.len() * 16;
-    for (j, x) in tail.iter_mut().enumerate() {
-        let at = 2 * (done + j);
-        *x = f32::from_bits(u32::from(u16::from_le_bytes([bytes[at], bytes[at + 1]])) << 16);
-    }
+    widen::<BF16>(bytes, out);
 }
 
 /// Converts little-endian F16 values (`bytes`, any alignment) to f32
 /// (exactly, as `VCVTPH2PS` widens), AVX-512F.
 pub(super) fn f16_to_f32(bytes: &[u8], out: &mut [f32]) {
+    widen::<F16>(bytes, out);
+}
+
+/// `out` from the values of `bytes` stored as `KIND`, widened 16 at a time
+/// as the in-place tiles widen them (see [`load`]).
+fn widen<const KIND: u8>(bytes: &[u8], out: &mut [f32]) {
     assert!(has_avx512());
     assert_eq!(bytes.len(), 2 * out.len(), "lengths");
     // SAFETY: the CPU has AVX-512F (checked above).
-    unsafe { f16_to_f32_impl(bytes, out) }
+    unsafe { widen_impl::<KIND>(bytes, out) }
 }
 
 #[target_feature(enable = "avx512f")]
-fn f16_to_f32_impl(bytes: &[u8], out: &mut [f32]) {
-    let (chunks, tail) = out.as_chunks_mut::<16>();
-    for (i, chunk) in chunks.iter_mut().enumerate() {
-        // SAFETY: as in `bf16_to_f32_impl`.
-        unsafe {
-            let raw = _mm256_loadu_si256(bytes.as_ptr().add(32 * i).cast());
-            _mm512_storeu_ps(chunk.as_mut_ptr(), _mm512_cvtph_ps(raw));
-        }
-    }
-    let done = chunks.len() * 16;
-    for (j, x) in tail.iter_mut().enumerate() {
-        let at = 2 * (done + j);
-        *x = half::f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32();
+fn widen_impl<const KIND: u8>(bytes: &[u8], out: &mut [f32]) {
+    for (i, chunk) in out.chunks_mut(16).enumerate() {
+        let mask = if chunk.len() == 16 {
+            !0
+        } else {
+            (1u16 << chunk.len()) - 1
+        };
+        let x = load::<KIND>(bytes, 16 * i, mask);
+        // SAFETY: `mask` selects the chunk's values, all inside `out`, and
+        // suppresses the rest; storeu needs no alignment.
+        unsafe { _mm512_mask_storeu_ps(chunk.as_mut_ptr(), mask, x) };
     }
 }
 
