@@ -35,7 +35,8 @@ pub(super) fn reads(dtype: Dtype) -> bool {
 /// Queries laid out for [`block`] (see the module docs).
 pub(super) struct Layout {
     values: Vec<f32>,
-    dtype: Dtype,
+    /// The rows' stored form (see `x86::F32`).
+    kind: u8,
     cols: usize,
 }
 
@@ -45,9 +46,7 @@ impl Layout {
     /// converted to f32 first), for F16 on a CPU without F16C, and for zero
     /// columns.
     pub(super) fn new(queries: &[f32], cols: usize, dtype: Dtype) -> Option<Self> {
-        if cols == 0 || !reads(dtype) {
-            return None;
-        }
+        let kind = super::x86::kind(dtype).filter(|_| cols > 0 && reads(dtype))?;
         let mut values = queries.to_vec();
         if dtype == Dtype::BF16 {
             for (query, out) in queries
@@ -66,11 +65,7 @@ impl Layout {
                 }
             }
         }
-        Some(Layout {
-            values,
-            dtype,
-            cols,
-        })
+        Some(Layout { values, kind, cols })
     }
 
     /// The rounding depth of the sums (see `Kernel::depth`): a lane adds
@@ -91,28 +86,17 @@ pub(super) fn block(
     dots: &mut [f32],
 ) {
     assert!(super::x86::has_avx2());
-    assert!(queries.dtype != Dtype::F16 || is_x86_feature_detected!("f16c"));
-    let cols = queries.cols;
-    let row_bytes = cols * queries.dtype.bits() as usize / 8;
-    assert!(bytes.len().is_multiple_of(row_bytes), "whole rows");
-    let rows = bytes.len() / row_bytes;
-    let nq = queries.values.len() / cols;
-    assert_eq!(dots.len(), rows * nq, "dots length");
-    if let Some(n) = norms.as_deref() {
-        assert_eq!(n.len(), rows, "norms length");
-    }
-    let kind = match queries.dtype {
-        Dtype::BF16 => BF16,
-        Dtype::F16 => F16,
-        _ => F32,
-    };
-    let q = Block {
+    assert!(queries.kind != F16 || is_x86_feature_detected!("f16c"));
+    let kind = queries.kind;
+    let q = Block::new(
         bytes,
-        cols,
-        rows,
-        queries: &queries.values,
-        nq,
-    };
+        kind,
+        queries.cols,
+        &queries.values,
+        norms.as_deref(),
+        dots,
+    );
+    let nq = q.nq;
     if nq == 0 {
         if let Some(n) = norms {
             // SAFETY: the CPU has AVX2 and FMA (checked above).

@@ -305,13 +305,7 @@ impl Queries {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx512 && self.panels.is_none() {
             // The dot-style tiles read BF16, F16 and F32 rows in place.
-            let kind = match m.dtype() {
-                Dtype::BF16 => Some(super::x86::BF16),
-                Dtype::F16 => Some(super::x86::F16),
-                Dtype::F32 => Some(super::x86::F32),
-                _ => None,
-            };
-            if let Some(kind) = kind {
+            if let Some(kind) = super::x86::kind(m.dtype()) {
                 let bytes = m.block_bytes(rows);
                 return super::x86::block_avx512(bytes, kind, cols, &self.f32, norms, dots);
             }

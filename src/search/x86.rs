@@ -19,6 +19,7 @@ use std::array::from_fn;
 
 pub(super) use crate::cpu::has_avx512;
 use crate::cpu::masked;
+use crate::dtype::Dtype;
 
 /// True when the CPU runs the AVX2 + FMA path.
 pub(super) fn has_avx2() -> bool {
@@ -106,23 +107,6 @@ macro_rules! dispatch {
     };
 }
 
-/// Checks the shapes shared by both block kernels; returns `(rows, nq)`.
-fn shapes(
-    elems: usize,
-    cols: usize,
-    queries: usize,
-    norms: Option<&[f32]>,
-    dots: &[f32],
-) -> (usize, usize) {
-    assert!(cols > 0 && elems.is_multiple_of(cols) && queries.is_multiple_of(cols));
-    let (rows, nq) = (elems / cols, queries / cols);
-    assert_eq!(dots.len(), rows * nq, "dots length");
-    if let Some(norms) = norms {
-        assert_eq!(norms.len(), rows, "norms length");
-    }
-    (rows, nq)
-}
-
 /// The stored form of rows read in place, as a kernel's const parameter.
 pub(super) const F32: u8 = 0;
 /// See [`F32`].
@@ -156,22 +140,8 @@ pub(super) fn block_avx512(
     dots: &mut [f32],
 ) {
     assert!(has_avx512());
-    let size = if kind == F32 { 4 } else { 2 };
-    assert!(block.len().is_multiple_of(size));
-    let (rows, nq) = shapes(
-        block.len() / size,
-        cols,
-        queries.len(),
-        norms.as_deref(),
-        dots,
-    );
-    let b = Block {
-        bytes: block,
-        cols,
-        rows,
-        queries,
-        nq,
-    };
+    let b = Block::new(block, kind, cols, queries, norms.as_deref(), dots);
+    let nq = b.nq;
     if nq == 0 {
         if let Some(n) = norms {
             // SAFETY: the CPU has AVX-512F (checked above).
@@ -216,6 +186,48 @@ pub(super) struct Block<'a> {
     pub rows: usize,
     pub queries: &'a [f32],
     pub nq: usize,
+}
+
+impl<'a> Block<'a> {
+    /// `bytes`, whole rows of `cols` values stored as `kind`, and `queries`;
+    /// checks the lengths of the `norms` and `dots` they fill.
+    pub(super) fn new(
+        bytes: &'a [u8],
+        kind: u8,
+        cols: usize,
+        queries: &'a [f32],
+        norms: Option<&[f32]>,
+        dots: &[f32],
+    ) -> Self {
+        let size = if kind == F32 { 4 } else { 2 };
+        assert!(
+            cols > 0 && bytes.len().is_multiple_of(size * cols),
+            "whole rows"
+        );
+        assert!(queries.len().is_multiple_of(cols), "whole queries");
+        let (rows, nq) = (bytes.len() / (size * cols), queries.len() / cols);
+        assert_eq!(dots.len(), rows * nq, "dots length");
+        if let Some(norms) = norms {
+            assert_eq!(norms.len(), rows, "norms length");
+        }
+        Block {
+            bytes,
+            cols,
+            rows,
+            queries,
+            nq,
+        }
+    }
+}
+
+/// The in-place kind of rows stored as `dtype`, if the tiles read it.
+pub(super) fn kind(dtype: Dtype) -> Option<u8> {
+    match dtype {
+        Dtype::BF16 => Some(BF16),
+        Dtype::F16 => Some(F16),
+        Dtype::F32 => Some(F32),
+        _ => None,
+    }
 }
 
 /// All row tiles of one query tile, rows stored as `KIND`.
