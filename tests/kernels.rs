@@ -56,6 +56,25 @@ fn available_masked(model: &str, mask: Option<&str>) -> Vec<String> {
     list.split(", ").map(String::from).collect()
 }
 
+/// Forcing `kernel` (also the name of the feature it needs) while
+/// `EMBSCOPE_CPU_MASK` hides it fails on every CPU, naming the kernels the
+/// mask leaves, which do not include it.
+fn forcing_a_masked_kernel_is_an_error(kernel: &str) {
+    let err = error_with(
+        &[("EMBSCOPE_KERNEL", kernel), ("EMBSCOPE_CPU_MASK", kernel)],
+        &["neighbors", &fixture("llama-sharded"), "#7"],
+    );
+    let rest = available_masked("llama-sharded", Some(kernel));
+    assert!(!rest.iter().any(|k| k == kernel), "{rest:?}");
+    assert_eq!(
+        err,
+        format!(
+            "embscope: EMBSCOPE_KERNEL={kernel} is not available on this CPU for BF16 (available: {})",
+            rest.join(", ")
+        )
+    );
+}
+
 const QUERIES: [&str; 6] = [
     "#7",
     "#285",
@@ -153,23 +172,7 @@ fn masked_features_leave_the_portable_kernel() {
 
 #[test]
 fn masking_avx512vnni_hides_the_int8_kernel() {
-    let model = fixture("llama-sharded");
-    let err = error_with(
-        &[
-            ("EMBSCOPE_KERNEL", "avx512vnni"),
-            ("EMBSCOPE_CPU_MASK", "avx512vnni"),
-        ],
-        &["neighbors", &model, "#7"],
-    );
-    let rest = available_masked("llama-sharded", Some("avx512vnni"));
-    assert!(!rest.iter().any(|k| k == "avx512vnni"));
-    assert_eq!(
-        err,
-        format!(
-            "embscope: EMBSCOPE_KERNEL=avx512vnni is not available on this CPU for BF16 (available: {})",
-            rest.join(", ")
-        )
-    );
+    forcing_a_masked_kernel_is_an_error("avx512vnni");
     // It reads BF16 bytes: never offered for an F32 matrix.
     assert!(!available("gpt2-tied").iter().any(|k| k == "avx512vnni"));
 }
@@ -177,20 +180,7 @@ fn masking_avx512vnni_hides_the_int8_kernel() {
 #[test]
 fn a_kernel_this_cpu_lacks_or_an_unknown_one_is_an_error() {
     let model = fixture("llama-sharded");
-    // Hidden by the mask, so missing on every CPU.
-    let err = error_with(
-        &[("EMBSCOPE_KERNEL", "amx"), ("EMBSCOPE_CPU_MASK", "amx")],
-        &["neighbors", &model, "#7"],
-    );
-    let masked = available_masked("llama-sharded", Some("amx"));
-    assert!(!masked.iter().any(|k| k == "amx"));
-    assert_eq!(
-        err,
-        format!(
-            "embscope: EMBSCOPE_KERNEL=amx is not available on this CPU for BF16 (available: {})",
-            masked.join(", ")
-        )
-    );
+    forcing_a_masked_kernel_is_an_error("amx");
     let err = error_with(&[("EMBSCOPE_KERNEL", "avx9")], &["neighbors", &model, "#7"]);
     assert!(
         err.starts_with("embscope: EMBSCOPE_KERNEL=avx9 is not a kernel (available on this CPU for BF16: portable"),
