@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 const FEATURES: [&str; 5] = ["avx2", "avx512", "avx512bf16", "amx", "avx512vnni"];
 
 /// True when `EMBSCOPE_CPU_MASK` hides `feature` (one of [`FEATURES`]).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn masked(feature: &str) -> bool {
     mask()
         .as_ref()
