@@ -16,9 +16,9 @@ use crate::matrix::Matrix;
 pub(super) enum Kernel {
     /// Plain Rust, auto-vectorised for the compile target.
     Portable,
-    /// AVX2 + FMA tiles on the stored bytes of BF16 and F32 rows (see
-    /// `avx2`); other dtypes are converted to f32 and take the portable
-    /// code compiled for AVX2.
+    /// AVX2 + FMA tiles on the stored bytes of BF16, F32 and (with F16C)
+    /// F16 rows (see `avx2`); other dtypes are converted to f32 and take
+    /// the portable code compiled for AVX2.
     #[cfg(target_arch = "x86_64")]
     Avx2,
     /// AVX-512F FMA: tiles of up to 4 queries on the stored bytes of BF16,
@@ -110,7 +110,7 @@ impl Kernel {
         let lanes = cols.div_ceil(16) + 6;
         match self {
             Kernel::Portable => lanes,
-            // BF16 and F32 rows read in place (see `avx2`), other dtypes
+            // BF16, F16 and F32 rows read in place (see `avx2`), other dtypes
             // converted first and summed as the portable code does.
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => lanes.max(super::avx2::Layout::depth(cols)),
@@ -183,7 +183,7 @@ pub(super) struct Queries {
     /// The queries quantized for the VNNI kernel.
     #[cfg(target_arch = "x86_64")]
     vnni: Option<super::vnni::Prepared>,
-    /// The queries laid out for the AVX2 kernel on BF16 or F32 rows.
+    /// The queries laid out for the AVX2 kernel on rows it reads in place.
     #[cfg(target_arch = "x86_64")]
     avx2: Option<super::avx2::Layout>,
     /// The number of queries.
