@@ -22,14 +22,10 @@ use crate::dtype::Dtype;
 /// Columns per step.
 const STEP: usize = 16;
 
-/// Whether the kernel reads rows of `dtype` in place: BF16, F32, and F16
-/// on a CPU with F16C.
+/// Whether the kernel reads rows of `dtype` in place: BF16, F16 and F32,
+/// on a CPU with F16C (its tiles are compiled with it, whatever the dtype).
 pub(super) fn reads(dtype: Dtype) -> bool {
-    match dtype {
-        Dtype::BF16 | Dtype::F32 => true,
-        Dtype::F16 => is_x86_feature_detected!("f16c"),
-        _ => false,
-    }
+    matches!(dtype, Dtype::BF16 | Dtype::F16 | Dtype::F32) && is_x86_feature_detected!("f16c")
 }
 
 /// Queries laid out for [`block`] (see the module docs).
@@ -43,7 +39,7 @@ pub(super) struct Layout {
 impl Layout {
     /// `queries` (`cols` values each, back to back) laid out for rows of
     /// `dtype`; `None` for dtypes the kernel does not read (they are
-    /// converted to f32 first), for F16 on a CPU without F16C, and for zero
+    /// converted to f32 first), on a CPU without F16C, and for zero
     /// columns.
     pub(super) fn new(queries: &[f32], cols: usize, dtype: Dtype) -> Option<Self> {
         let kind = super::x86::kind(dtype).filter(|_| cols > 0 && reads(dtype))?;
@@ -86,7 +82,7 @@ pub(super) fn block(
     dots: &mut [f32],
 ) {
     assert!(super::x86::has_avx2());
-    assert!(queries.kind != F16 || is_x86_feature_detected!("f16c"));
+    assert!(is_x86_feature_detected!("f16c"));
     let kind = queries.kind;
     let q = Block::new(
         bytes,
@@ -99,7 +95,7 @@ pub(super) fn block(
     let nq = q.nq;
     if nq == 0 {
         if let Some(n) = norms {
-            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
             unsafe { walk::<4, 0, true>(&q, kind, 0, n, dots) };
         }
         return;
@@ -111,7 +107,7 @@ pub(super) fn block(
             Some(n) if q0 == 0 => n,
             _ => &mut [],
         };
-        // SAFETY: the CPU has AVX2 and FMA (checked above).
+        // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
         unsafe {
             match (qn, n.is_empty()) {
                 (4, false) => walk::<2, 4, true>(&q, kind, q0, n, dots),

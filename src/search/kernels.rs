@@ -16,9 +16,9 @@ use crate::matrix::Matrix;
 pub(super) enum Kernel {
     /// Plain Rust, auto-vectorised for the compile target.
     Portable,
-    /// AVX2 + FMA tiles on the stored bytes of BF16, F32 and (with F16C)
-    /// F16 rows (see `avx2`); other dtypes are converted to f32 and take
-    /// the portable code compiled for AVX2.
+    /// AVX2 + FMA tiles on the stored bytes of BF16, F16 and F32 rows (on
+    /// a CPU with F16C, see `avx2`); other dtypes are converted to f32 and
+    /// take the portable code compiled for AVX2.
     #[cfg(target_arch = "x86_64")]
     Avx2,
     /// AVX-512F FMA: tiles of up to 4 queries on the stored bytes of BF16,
