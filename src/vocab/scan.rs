@@ -134,28 +134,29 @@ impl<'a> Merge<'a> {
     pub(crate) fn parts(self) -> Option<[Cow<'a, [u8]>; 2]> {
         match self {
             Merge::Pair(a, b) => Some([a.text()?, b.text()?]),
-            Merge::Joined(s) => {
-                let split = |t: &[u8]| {
-                    let at = t.iter().position(|&c| c == b' ')?;
-                    let rest = &t[at + 1..];
-                    (!rest.contains(&b' ') && !t.starts_with(b"#version")).then_some(at)
-                };
-                match s.text()? {
-                    Cow::Borrowed(t) => {
-                        let at = split(t)?;
-                        Some([Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])])
-                    }
-                    Cow::Owned(t) => {
-                        let at = split(&t)?;
-                        Some([
-                            Cow::Owned(t[..at].to_vec()),
-                            Cow::Owned(t[at + 1..].to_vec()),
-                        ])
-                    }
+            Merge::Joined(s) => match s.text()? {
+                Cow::Borrowed(t) => {
+                    let at = joined_split(t)?;
+                    Some([Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])])
                 }
-            }
+                Cow::Owned(t) => {
+                    let at = joined_split(&t)?;
+                    Some([
+                        Cow::Owned(t[..at].to_vec()),
+                        Cow::Owned(t[at + 1..].to_vec()),
+                    ])
+                }
+            },
         }
     }
+}
+
+/// Where the tokenizers crate splits the text `t` of a joined merge: at
+/// its one space (`None` with none or several; `None` too for a
+/// `#version` line, which it skips).
+pub(crate) fn joined_split(t: &[u8]) -> Option<usize> {
+    let at = t.iter().position(|&c| c == b' ')?;
+    (!t[at + 1..].contains(&b' ') && !t.starts_with(b"#version")).then_some(at)
 }
 
 /// Scans the merges array starting at `b[i]`, calling `f` on each merge in

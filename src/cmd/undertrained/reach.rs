@@ -266,14 +266,9 @@ fn kept_among(
             [a, b] => unknown(plain(a)) || unknown(plain(b)),
             // Joined: only as the tokenizers crate splits it (one space,
             // no `#version` line), else `parts` says it is not a merge.
-            [s] => plain(s).is_some_and(|t| {
-                let space = t.iter().position(|&c| c == b' ');
-                match space {
-                    Some(at) if !t[at + 1..].contains(&b' ') && !t.starts_with(b"#version") => {
-                        unknown(Some(&t[..at])) || unknown(Some(&t[at + 1..]))
-                    }
-                    _ => false,
-                }
+            [s] => plain(s).is_some_and(|t| match scan::joined_split(t) {
+                Some(at) => unknown(Some(&t[..at])) || unknown(Some(&t[at + 1..])),
+                None => false,
             }),
             _ => false,
         };
