@@ -149,8 +149,7 @@ fn from_bytes(bytes: &[u8]) -> serde_json::Result<RawTokenizer> {
             cut.push(v);
             Some(entries)
         });
-        cut.sort_by_key(|r| r.start);
-        let rest = (!cut.is_empty()).then(|| scan::splice(bytes, &cut));
+        let rest = (!cut.is_empty()).then(|| scan::splice(bytes, &mut cut));
         if let Some(Ok(mut raw)) = rest.map(|b| serde_json::from_slice::<RawTokenizer>(&b)) {
             if let Some(entries) = entries {
                 let is_list = false;

@@ -67,12 +67,15 @@ pub(crate) fn locate<'a>(b: &'a [u8], mut on_merge: impl FnMut(Merge<'a>)) -> Op
     })
 }
 
-/// `b` with the `cut` ranges (ascending, apart) each replaced by `[]`.
-pub(crate) fn splice(b: &[u8], cut: &[Range<usize>]) -> Vec<u8> {
+/// `b` with the `cut` ranges (apart, in any order: [`locate`] finds
+/// `model.vocab` and `model.merges` either way round) each replaced by
+/// `[]`.
+pub(crate) fn splice(b: &[u8], cut: &mut [Range<usize>]) -> Vec<u8> {
+    cut.sort_by_key(|r| r.start);
     let removed: usize = cut.iter().map(|r| r.len()).sum();
     let mut out = Vec::with_capacity(b.len() - removed + 2 * cut.len());
     let mut from = 0;
-    for r in cut {
+    for r in cut.iter() {
         out.extend_from_slice(&b[from..r.start]);
         out.extend_from_slice(b"[]");
         from = r.end;

@@ -87,9 +87,7 @@ fn locates_merges_and_vocab_in_any_order() {
         assert_eq!(&file[m.clone()], merges);
         let v = layout.vocab.expect("a vocab");
         assert_eq!(&file[v.clone()], vocab);
-        let mut cut = [v, m];
-        cut.sort_by_key(|r| r.start);
-        let spliced: serde_json::Value = serde_json::from_slice(&splice(b, &cut)).unwrap();
+        let spliced: serde_json::Value = serde_json::from_slice(&splice(b, &mut [v, m])).unwrap();
         assert_eq!(spliced["model"]["merges"], serde_json::json!([]));
         assert_eq!(spliced["model"]["vocab"], serde_json::json!([]));
     }

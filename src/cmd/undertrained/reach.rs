@@ -122,8 +122,7 @@ pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
     })?;
     let vocab = layout.vocab.filter(|v| bytes[v.start] == b'{' && fits)?;
     let mut cut = [vocab, layout.merges?];
-    cut.sort_by_key(|r| r.start);
-    let file = serde_json::from_slice(&scan::splice(bytes, &cut)).ok()?;
+    let file = serde_json::from_slice(&scan::splice(bytes, &mut cut)).ok()?;
     Some(Parsed {
         file,
         bytes,
