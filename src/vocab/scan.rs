@@ -403,20 +403,11 @@ pub(super) fn string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
     Some((part, j + 1))
 }
 
-/// The index of the first byte at or after `i` that is not JSON whitespace
-/// (the runs of indentation of pretty-printed files, eight bytes at a time).
-#[inline(always)]
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+/// Only between the members of the top object and of `model`, a few
+/// dozen times a file: the merges and vocab, and the values skipped, are
+/// read with a [`Cursor`].
 fn ws(b: &[u8], mut i: usize) -> usize {
-    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-        return i;
-    }
-    while let Some(x) = word(b, i) {
-        let other = !(eq(x, b' ') | eq(x, b'\n') | eq(x, b'\r') | eq(x, b'\t')) & HIGH;
-        if other != 0 {
-            return i + (other.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
     while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
         i += 1;
     }
