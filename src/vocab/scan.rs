@@ -96,7 +96,7 @@ pub(crate) enum Merge<'a> {
 pub(crate) struct Part<'a> {
     pub(super) quoted: &'a [u8],
     /// Whether it has a backslash escape.
-    pub(crate) escaped: bool,
+    pub(super) escaped: bool,
 }
 
 impl<'a> Part<'a> {
