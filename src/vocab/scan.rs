@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::cursor::Cursor;
-use super::template::Template;
+use super::template::{EntryTemplate, Template};
 
 /// Where the parts of `model` lie in a tokenizer.json.
 pub(crate) struct Layout {
@@ -237,9 +237,9 @@ pub(crate) fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32))
     if b.get(i) == Some(&b'}') {
         return Some(i + 1);
     }
-    let mut template: Option<Template> = None;
+    let mut template: Option<EntryTemplate> = None;
     loop {
-        if let Some((token, id, next)) = template.and_then(|t| t.read_entry(b, i)) {
+        if let Some((token, id, next)) = template.and_then(|t| t.read(b, i)) {
             f(token, id);
             i = next;
             continue;
@@ -256,7 +256,7 @@ pub(crate) fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32))
         match *b.get(i)? {
             b',' => {
                 i = cur.non_ws(i + 1);
-                template = Template::learn_entry(b, token, start..end, i);
+                template = EntryTemplate::learn(b, token, start..end, i);
             }
             b'}' => return Some(i + 1),
             _ => return None,
