@@ -67,35 +67,30 @@ impl<'a> Cursor<'a> {
     /// The index of the first byte at or after `i` that is not JSON
     /// whitespace (`b.len()` when none is).
     #[inline(always)]
-    pub fn non_ws(&mut self, mut i: usize) -> usize {
-        loop {
-            if i >= self.b.len() {
-                return i.min(self.b.len());
-            }
-            let k = self.at(i);
-            let other = !self.masks.ws >> k;
-            if other != 0 {
-                return (i + other.trailing_zeros() as usize).min(self.b.len());
-            }
-            i = self.start + BLOCK;
-        }
+    pub fn non_ws(&mut self, i: usize) -> usize {
+        self.first(i, |m| !m.ws)
     }
 
     /// The index of the first quote or bracket at or after `i` (`b.len()`
     /// when there is none).
     #[inline(always)]
-    pub fn quote_or_bracket(&mut self, mut i: usize) -> usize {
-        loop {
-            if i >= self.b.len() {
-                return i.min(self.b.len());
-            }
+    pub fn quote_or_bracket(&mut self, i: usize) -> usize {
+        self.first(i, |m| m.quote | m.bracket)
+    }
+
+    /// The index of the first byte at or after `i` whose bit `mask` sets
+    /// (`b.len()` when there is none).
+    #[inline(always)]
+    fn first(&mut self, mut i: usize, mask: impl Fn(&Masks) -> u64) -> usize {
+        while i < self.b.len() {
             let k = self.at(i);
-            let found = (self.masks.quote | self.masks.bracket) >> k;
+            let found = mask(&self.masks) >> k;
             if found != 0 {
                 return (i + found.trailing_zeros() as usize).min(self.b.len());
             }
             i = self.start + BLOCK;
         }
+        self.b.len()
     }
 
     /// The string at `b[i]` (a quote) and the index past it, as

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::cursor::Cursor;
-use super::template::Template;
+use super::template::{EntryTemplate, Template};
 
 /// Where the parts of `model` lie in a tokenizer.json.
 pub(crate) struct Layout {
@@ -67,12 +67,15 @@ pub(crate) fn locate<'a>(b: &'a [u8], mut on_merge: impl FnMut(Merge<'a>)) -> Op
     })
 }
 
-/// `b` with the `cut` ranges (ascending, apart) each replaced by `[]`.
-pub(crate) fn splice(b: &[u8], cut: &[Range<usize>]) -> Vec<u8> {
+/// `b` with the `cut` ranges (apart, in any order: [`locate`] finds
+/// `model.vocab` and `model.merges` either way round) each replaced by
+/// `[]`.
+pub(crate) fn splice(b: &[u8], cut: &mut [Range<usize>]) -> Vec<u8> {
+    cut.sort_by_key(|r| r.start);
     let removed: usize = cut.iter().map(|r| r.len()).sum();
     let mut out = Vec::with_capacity(b.len() - removed + 2 * cut.len());
     let mut from = 0;
-    for r in cut {
+    for r in cut.iter() {
         out.extend_from_slice(&b[from..r.start]);
         out.extend_from_slice(b"[]");
         from = r.end;
@@ -93,7 +96,7 @@ pub(crate) enum Merge<'a> {
 pub(crate) struct Part<'a> {
     pub(super) quoted: &'a [u8],
     /// Whether it has a backslash escape.
-    pub(crate) escaped: bool,
+    pub(super) escaped: bool,
 }
 
 impl<'a> Part<'a> {
@@ -134,28 +137,29 @@ impl<'a> Merge<'a> {
     pub(crate) fn parts(self) -> Option<[Cow<'a, [u8]>; 2]> {
         match self {
             Merge::Pair(a, b) => Some([a.text()?, b.text()?]),
-            Merge::Joined(s) => {
-                let split = |t: &[u8]| {
-                    let at = t.iter().position(|&c| c == b' ')?;
-                    let rest = &t[at + 1..];
-                    (!rest.contains(&b' ') && !t.starts_with(b"#version")).then_some(at)
-                };
-                match s.text()? {
-                    Cow::Borrowed(t) => {
-                        let at = split(t)?;
-                        Some([Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])])
-                    }
-                    Cow::Owned(t) => {
-                        let at = split(&t)?;
-                        Some([
-                            Cow::Owned(t[..at].to_vec()),
-                            Cow::Owned(t[at + 1..].to_vec()),
-                        ])
-                    }
+            Merge::Joined(s) => match s.text()? {
+                Cow::Borrowed(t) => {
+                    let at = joined_split(t)?;
+                    Some([Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])])
                 }
-            }
+                Cow::Owned(t) => {
+                    let at = joined_split(&t)?;
+                    Some([
+                        Cow::Owned(t[..at].to_vec()),
+                        Cow::Owned(t[at + 1..].to_vec()),
+                    ])
+                }
+            },
         }
     }
+}
+
+/// Where the tokenizers crate splits the text `t` of a joined merge: at
+/// its one space (`None` with none or several; `None` too for a
+/// `#version` line, which it skips).
+pub(crate) fn joined_split(t: &[u8]) -> Option<usize> {
+    let at = t.iter().position(|&c| c == b' ')?;
+    (!t[at + 1..].contains(&b' ') && !t.starts_with(b"#version")).then_some(at)
 }
 
 /// Scans the merges array starting at `b[i]`, calling `f` on each merge in
@@ -233,9 +237,9 @@ pub(crate) fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32))
     if b.get(i) == Some(&b'}') {
         return Some(i + 1);
     }
-    let mut template: Option<Template> = None;
+    let mut template: Option<EntryTemplate> = None;
     loop {
-        if let Some((token, id, next)) = template.and_then(|t| t.read_entry(b, i)) {
+        if let Some((token, id, next)) = template.and_then(|t| t.read(b, i)) {
             f(token, id);
             i = next;
             continue;
@@ -252,7 +256,7 @@ pub(crate) fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32))
         match *b.get(i)? {
             b',' => {
                 i = cur.non_ws(i + 1);
-                template = Template::learn_entry(b, token, start..end, i);
+                template = EntryTemplate::learn(b, token, start..end, i);
             }
             b'}' => return Some(i + 1),
             _ => return None,
@@ -399,20 +403,11 @@ pub(super) fn string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
     Some((part, j + 1))
 }
 
-/// The index of the first byte at or after `i` that is not JSON whitespace
-/// (the runs of indentation of pretty-printed files, eight bytes at a time).
-#[inline(always)]
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+/// Only between the members of the top object and of `model`, a few
+/// dozen times a file: the merges and vocab, and the values skipped, are
+/// read with a [`Cursor`].
 fn ws(b: &[u8], mut i: usize) -> usize {
-    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-        return i;
-    }
-    while let Some(x) = word(b, i) {
-        let other = !(eq(x, b' ') | eq(x, b'\n') | eq(x, b'\r') | eq(x, b'\t')) & HIGH;
-        if other != 0 {
-            return i + (other.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
     while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
         i += 1;
     }

@@ -87,9 +87,7 @@ fn locates_merges_and_vocab_in_any_order() {
         assert_eq!(&file[m.clone()], merges);
         let v = layout.vocab.expect("a vocab");
         assert_eq!(&file[v.clone()], vocab);
-        let mut cut = [v, m];
-        cut.sort_by_key(|r| r.start);
-        let spliced: serde_json::Value = serde_json::from_slice(&splice(b, &cut)).unwrap();
+        let spliced: serde_json::Value = serde_json::from_slice(&splice(b, &mut [v, m])).unwrap();
         assert_eq!(spliced["model"]["merges"], serde_json::json!([]));
         assert_eq!(spliced["model"]["vocab"], serde_json::json!([]));
     }
@@ -118,6 +116,11 @@ fn load(text: &str) -> std::result::Result<usize, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A tokenizer.json of vocab `a`, `b` and the merges array `merges`.
+fn with_merges(merges: &str) -> String {
+    format!(r#"{{"model": {{"vocab": {{"a": 0, "b": 1}}, "merges": {merges}}}}}"#)
+}
+
 #[test]
 fn load_refuses_malformed_merges_as_serde_does() {
     // The scan refuses them, serde's parse of the whole file says where.
@@ -127,7 +130,7 @@ fn load_refuses_malformed_merges_as_serde_does() {
         "[\"a\\x b\"]",
         "[\"a b\"",
     ] {
-        let text = format!(r#"{{"model": {{"vocab": {{"a": 0, "b": 1}}, "merges": {merges}}}}}"#);
+        let text = with_merges(merges);
         let json = serde_json::from_str::<serde_json::Value>(&text).unwrap_err();
         let at = format!("line {} column {}", json.line(), json.column());
         let err = load(&text).unwrap_err();
@@ -148,7 +151,7 @@ fn load_reads_merges_the_scan_leaves_to_serde() {
         "[1, {}]",
         "[\"a b\", \"a\\u0020b\"]",
     ] {
-        let text = format!(r#"{{"model": {{"vocab": {{"a": 0, "b": 1}}, "merges": {merges}}}}}"#);
+        let text = with_merges(merges);
         assert_eq!(load(&text), Ok(2), "{merges}");
     }
 }

@@ -84,16 +84,23 @@ impl Template {
     }
 }
 
-impl Template {
+/// The gaps of a vocab entry read in full: between its token and its id
+/// (`:` and whitespace), and after its id up to the next entry (`,`,
+/// whitespace).
+#[derive(Clone, Copy)]
+pub(super) struct EntryTemplate {
+    colon: Gap,
+    close: Gap,
+}
+
+impl EntryTemplate {
     /// The template of the vocab entry whose token is `key`, whose id is
     /// written at `b[digits]` and after which the next entry starts at
     /// `b[next]`, as the exact reader checked it.
-    pub fn learn_entry(b: &[u8], key: Part, digits: Range<usize>, next: usize) -> Option<Template> {
-        Some(Template {
-            open: Gap::new(&[])?,
-            mid: Gap::new(&b[key.range_in(b).end..digits.start])?,
+    pub fn learn(b: &[u8], key: Part, digits: Range<usize>, next: usize) -> Option<EntryTemplate> {
+        Some(EntryTemplate {
+            colon: Gap::new(&b[key.range_in(b).end..digits.start])?,
             close: Gap::new(&b[digits.end..next])?,
-            pairs: false,
         })
     }
 
@@ -101,9 +108,9 @@ impl Template {
     /// starts, when it is laid out as the template and its token is short
     /// and plain.
     #[inline(always)]
-    pub fn read_entry<'a>(&self, b: &'a [u8], i: usize) -> Option<(Part<'a>, u32, usize)> {
+    pub fn read<'a>(&self, b: &'a [u8], i: usize) -> Option<(Part<'a>, u32, usize)> {
         let (key, end) = short_string(b, i)?;
-        let (id, end) = uint(b, self.mid.at(b, end)?)?;
+        let (id, end) = uint(b, self.colon.at(b, end)?)?;
         Some((key, id, self.close.at(b, end)?))
     }
 }

@@ -122,8 +122,7 @@ pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
     })?;
     let vocab = layout.vocab.filter(|v| bytes[v.start] == b'{' && fits)?;
     let mut cut = [vocab, layout.merges?];
-    cut.sort_by_key(|r| r.start);
-    let file = serde_json::from_slice(&scan::splice(bytes, &cut)).ok()?;
+    let file = serde_json::from_slice(&scan::splice(bytes, &mut cut)).ok()?;
     Some(Parsed {
         file,
         bytes,
@@ -266,14 +265,9 @@ fn kept_among(
             [a, b] => unknown(plain(a)) || unknown(plain(b)),
             // Joined: only as the tokenizers crate splits it (one space,
             // no `#version` line), else `parts` says it is not a merge.
-            [s] => plain(s).is_some_and(|t| {
-                let space = t.iter().position(|&c| c == b' ');
-                match space {
-                    Some(at) if !t[at + 1..].contains(&b' ') && !t.starts_with(b"#version") => {
-                        unknown(Some(&t[..at])) || unknown(Some(&t[at + 1..]))
-                    }
-                    _ => false,
-                }
+            [s] => plain(s).is_some_and(|t| match scan::joined_split(t) {
+                Some(at) => unknown(Some(&t[..at])) || unknown(Some(&t[at + 1..])),
+                None => false,
             }),
             _ => false,
         };
