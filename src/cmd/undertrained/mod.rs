@@ -152,8 +152,9 @@ pub struct UndertrainedReport {
 
 /// The `auto` reference rows of the embedding `m` (reserved placeholders
 /// and rows no token of `vocab` reaches; none without a vocabulary) and
-/// their mean (`None` when no reference row is finite), as [`run`] takes
-/// them. For `check`, whose value pass makes the embedding's sums.
+/// their mean (`None` when no reference row is finite), as
+/// [`run_loading`] takes them. For `check`, whose value pass makes the
+/// embedding's sums.
 pub(crate) fn auto_reference(m: &Matrix, vocab: Option<&Vocab>) -> (Vec<u32>, Option<Vec<f32>>) {
     let ids = reference::resolve(&ReferenceSpec::Auto, vocab, m.rows(), m.name())
         .map(|r| r.ids)
@@ -162,10 +163,10 @@ pub(crate) fn auto_reference(m: &Matrix, vocab: Option<&Vocab>) -> (Vec<u32>, Op
     (ids, mean)
 }
 
-/// The indicators and every row's combined score, as [`run`] gives them
-/// for the embedding alone (`--matrix embed`), from sums made elsewhere:
-/// each row's `|r|²` and `r·m` with the reference `mean` (both NaN for a
-/// row that is not finite; `dot_ref` is unused without a mean).
+/// The indicators and every row's combined score, as [`run_loading`]
+/// gives them for the embedding alone (`--matrix embed`), from sums made
+/// elsewhere: each row's `|r|²` and `r·m` with the reference `mean` (both
+/// NaN for a row that is not finite; `dot_ref` is unused without a mean).
 pub(crate) fn embed_scores(
     sq: Vec<f32>,
     dot_ref: Vec<f32>,
@@ -196,16 +197,7 @@ pub fn run_loading<E: From<Error> + Send>(
     load: impl FnOnce() -> std::result::Result<Option<Vocab>, E> + Send,
     req: &Request,
 ) -> std::result::Result<UndertrainedReport, E> {
-    let load = || Ok(load()?.map(Box::new));
-    analyse(ckpt, roles, load, req)
-}
-
-fn analyse<E: From<Error> + Send>(
-    ckpt: &Checkpoint,
-    roles: &Roles,
-    load: impl FnOnce() -> std::result::Result<Held, E> + Send,
-    req: &Request,
-) -> std::result::Result<UndertrainedReport, E> {
+    let load = || -> std::result::Result<Held, E> { Ok(load()?.map(Box::new)) };
     let clock = Clock::start();
     let embed_t = match req.matrix {
         Some(Which::Head) => None,
