@@ -274,17 +274,10 @@ pub fn run_loading<E: From<Error> + Send>(
             None => Vec::new(),
         }
     });
-    let Ranked {
-        indicators,
-        scores,
-        histogram,
-        order,
-        scored,
-        strong_ids,
-    } = ranked;
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
-    let candidates = order
+    let candidates = ranked
+        .order
         .iter()
         .enumerate()
         .map(|(rank, &id)| Candidate {
@@ -294,8 +287,8 @@ pub fn run_loading<E: From<Error> + Send>(
             kind: vocab.and_then(|v| v.kind(id)),
             reference: in_ref(id),
             reachable: reachable.get(rank).copied().flatten(),
-            score: scores[id as usize],
-            strong: scores[id as usize] >= STRONG,
+            score: ranked.scores[id as usize],
+            strong: ranked.scores[id as usize] >= STRONG,
             head_cosine: pick(&ind.head_cosine, id),
             head_norm: pick(&ind.head_norm, id),
             embed_norm: pick(&ind.embed_norm, id),
@@ -316,15 +309,15 @@ pub fn run_loading<E: From<Error> + Send>(
             placeholders: reference.placeholders,
             unreachable: reference.unreachable,
         },
-        indicators,
+        indicators: ranked.indicators,
         passes,
         component_rows,
         component_iterations,
         threshold: STRONG,
-        strong: strong_ids.len(),
-        strong_outside_reference: strong_ids.iter().filter(|&&i| !in_ref(i)).count(),
-        scored,
-        histogram,
+        strong: ranked.strong_ids.len(),
+        strong_outside_reference: ranked.strong_ids.iter().filter(|&&i| !in_ref(i)).count(),
+        scored: ranked.scored,
+        histogram: ranked.histogram,
         candidates,
         notes,
         stages: clock.stages(),
