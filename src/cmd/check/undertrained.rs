@@ -80,11 +80,7 @@ pub(super) fn finding(
     if outside.is_empty() {
         return None;
     }
-    outside.sort_by(|a, b| {
-        scores[*b as usize]
-            .total_cmp(&scores[*a as usize])
-            .then(a.cmp(b))
-    });
+    outside.sort_by(undertrained::best_first(&scores));
     let ids = &outside[..outside.len().min(MAX_LISTED)];
     Some(Finding::new(
         Severity::Info,

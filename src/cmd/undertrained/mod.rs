@@ -352,11 +352,7 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
         .collect();
     let scored = order.len();
     let top = top.min(order.len());
-    let by_score = |a: &u32, b: &u32| {
-        scores[*b as usize]
-            .total_cmp(&scores[*a as usize])
-            .then(a.cmp(b))
-    };
+    let by_score = best_first(&scores);
     if top > 0 && top < order.len() {
         order.select_nth_unstable_by(top - 1, by_score);
     }
@@ -369,6 +365,16 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
         order,
         scored,
         strong_ids,
+    }
+}
+
+/// The order of row ids by their combined `scores`: best first, ties to
+/// the lower id.
+pub(crate) fn best_first(scores: &[f64]) -> impl Fn(&u32, &u32) -> std::cmp::Ordering + Copy + '_ {
+    |a: &u32, b: &u32| {
+        scores[*b as usize]
+            .total_cmp(&scores[*a as usize])
+            .then(a.cmp(b))
     }
 }
 
