@@ -20,7 +20,12 @@ fn finding(model: &str) -> Option<Value> {
         .args(["--json", "check", model])
         .output()
         .expect("runs");
-    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "check {model}: stdout is not one JSON document ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
     v["findings"]
         .as_array()
         .expect("findings")

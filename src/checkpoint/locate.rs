@@ -143,7 +143,7 @@ fn from_file(file: &Path) -> Result<Sources> {
         // A shard alone lacks the tensors of the other shards: open the
         // checkpoint its index describes (a GGUF file is whole, and no
         // safetensors index names one).
-        if !is_gguf(file)
+        if name.ends_with(".safetensors")
             && let Some(index) = index_naming(&dir, name)
         {
             let index_name = index.file_name().and_then(|n| n.to_str()).unwrap_or("");

@@ -61,44 +61,40 @@ pub(super) fn finding(
         None => Vec::new(),
     };
     // As `undertrained` has them: NaN for a row whose sum is not finite.
-    let finite = |i: usize| sums.sq[i].is_finite();
-    let sq = (0..sums.sq.len())
-        .map(|i| if finite(i) { sums.sq[i] } else { f32::NAN })
-        .collect();
-    let dot = (0..dot.len())
-        .map(|i| if finite(i) { dot[i] } else { f32::NAN })
+    let finite_or_nan = |x: f32, sq: f32| if sq.is_finite() { x } else { f32::NAN };
+    let sq = sums.sq.iter().map(|&sq| finite_or_nan(sq, sq)).collect();
+    let dot = dot
+        .iter()
+        .zip(&sums.sq)
+        .map(|(&d, &sq)| finite_or_nan(d, sq))
         .collect();
     let mean = reference.mean.as_ref().map(Dotted::values);
     let (indicators, scores) = undertrained::embed_scores(sq, dot, mean);
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
-    let strong: Vec<u32> = (0..scores.len() as u32)
-        .filter(|&i| scores[i as usize] >= STRONG)
-        .collect();
+    let strong = scores.iter().filter(|&&x| x >= STRONG).count();
     // Reserved and unreachable rows are expected to be untrained (and
     // unreachable rows have their own finding): only others are news.
-    let mut outside: Vec<u32> = strong.iter().copied().filter(|&i| !in_ref(i)).collect();
+    let mut outside: Vec<u32> = (0..scores.len() as u32)
+        .filter(|&i| scores[i as usize] >= STRONG && !in_ref(i))
+        .collect();
     if outside.is_empty() {
         return None;
     }
-    outside.sort_by(|a, b| {
-        scores[*b as usize]
-            .total_cmp(&scores[*a as usize])
-            .then(a.cmp(b))
-    });
+    outside.sort_by(undertrained::best_first(&scores));
     let ids = &outside[..outside.len().min(MAX_LISTED)];
     Some(Finding::new(
         Severity::Info,
         "undertrained-candidates",
         format!(
             "{} row(s) of `{name}` look untrained by the embedding indicators ({} outside the {} reference rows, such as {}); rank them with `embscope undertrained {}`",
-            strong.len(),
+            strong,
             outside.len(),
             reference.ids.len(),
             ids_phrase(s.vocab, &ids[..ids.len().min(4)], 4),
             s.ckpt.model
         ),
         json!({
-            "tensor": name, "rows": strong.len(),
+            "tensor": name, "rows": strong,
             "outside_reference": outside.len(),
             "reference_rows": reference.ids.len(), "threshold": STRONG,
             "indicators": indicators, "ids": id_list(s.vocab, ids),

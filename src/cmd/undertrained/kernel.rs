@@ -2,7 +2,7 @@
 //! `acc += y·r` over a row of f32 values or of BF16 bytes read in place
 //! (decoded in registers a step at a time), with or without fused
 //! multiply-adds, written so the compiler vectorises them; and prefetching
-//! of the rows ahead; and whether their AVX-512 builds can run.
+//! of the rows ahead.
 
 /// `x * y + acc`, fused when `FMA` (only in builds for CPUs that have
 /// it: elsewhere `mul_add` is a slow library call).

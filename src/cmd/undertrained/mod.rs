@@ -152,8 +152,9 @@ pub struct UndertrainedReport {
 
 /// The `auto` reference rows of the embedding `m` (reserved placeholders
 /// and rows no token of `vocab` reaches; none without a vocabulary) and
-/// their mean (`None` when no reference row is finite), as [`run`] takes
-/// them. For `check`, whose value pass makes the embedding's sums.
+/// their mean (`None` when no reference row is finite), as
+/// [`run_loading`] takes them. For `check`, whose value pass makes the
+/// embedding's sums.
 pub(crate) fn auto_reference(m: &Matrix, vocab: Option<&Vocab>) -> (Vec<u32>, Option<Vec<f32>>) {
     let ids = reference::resolve(&ReferenceSpec::Auto, vocab, m.rows(), m.name())
         .map(|r| r.ids)
@@ -162,10 +163,10 @@ pub(crate) fn auto_reference(m: &Matrix, vocab: Option<&Vocab>) -> (Vec<u32>, Op
     (ids, mean)
 }
 
-/// The indicators and every row's combined score, as [`run`] gives them
-/// for the embedding alone (`--matrix embed`), from sums made elsewhere:
-/// each row's `|r|²` and `r·m` with the reference `mean` (both NaN for a
-/// row that is not finite; `dot_ref` is unused without a mean).
+/// The indicators and every row's combined score, as [`run_loading`]
+/// gives them for the embedding alone (`--matrix embed`), from sums made
+/// elsewhere: each row's `|r|²` and `r·m` with the reference `mean` (both
+/// NaN for a row that is not finite; `dot_ref` is unused without a mean).
 pub(crate) fn embed_scores(
     sq: Vec<f32>,
     dot_ref: Vec<f32>,
@@ -196,16 +197,7 @@ pub fn run_loading<E: From<Error> + Send>(
     load: impl FnOnce() -> std::result::Result<Option<Vocab>, E> + Send,
     req: &Request,
 ) -> std::result::Result<UndertrainedReport, E> {
-    let load = || Ok(load()?.map(Box::new));
-    analyse(ckpt, roles, load, req)
-}
-
-fn analyse<E: From<Error> + Send>(
-    ckpt: &Checkpoint,
-    roles: &Roles,
-    load: impl FnOnce() -> std::result::Result<Held, E> + Send,
-    req: &Request,
-) -> std::result::Result<UndertrainedReport, E> {
+    let load = || -> std::result::Result<Held, E> { Ok(load()?.map(Box::new)) };
     let clock = Clock::start();
     let embed_t = match req.matrix {
         Some(Which::Head) => None,
@@ -282,17 +274,10 @@ fn analyse<E: From<Error> + Send>(
             None => Vec::new(),
         }
     });
-    let Ranked {
-        indicators,
-        scores,
-        histogram,
-        order,
-        scored,
-        strong_ids,
-    } = ranked;
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
-    let candidates = order
+    let candidates = ranked
+        .order
         .iter()
         .enumerate()
         .map(|(rank, &id)| Candidate {
@@ -302,8 +287,8 @@ fn analyse<E: From<Error> + Send>(
             kind: vocab.and_then(|v| v.kind(id)),
             reference: in_ref(id),
             reachable: reachable.get(rank).copied().flatten(),
-            score: scores[id as usize],
-            strong: scores[id as usize] >= STRONG,
+            score: ranked.scores[id as usize],
+            strong: ranked.scores[id as usize] >= STRONG,
             head_cosine: pick(&ind.head_cosine, id),
             head_norm: pick(&ind.head_norm, id),
             embed_norm: pick(&ind.embed_norm, id),
@@ -324,15 +309,15 @@ fn analyse<E: From<Error> + Send>(
             placeholders: reference.placeholders,
             unreachable: reference.unreachable,
         },
-        indicators,
+        indicators: ranked.indicators,
         passes,
         component_rows,
         component_iterations,
         threshold: STRONG,
-        strong: strong_ids.len(),
-        strong_outside_reference: strong_ids.iter().filter(|&&i| !in_ref(i)).count(),
-        scored,
-        histogram,
+        strong: ranked.strong_ids.len(),
+        strong_outside_reference: ranked.strong_ids.iter().filter(|&&i| !in_ref(i)).count(),
+        scored: ranked.scored,
+        histogram: ranked.histogram,
         candidates,
         notes,
         stages: clock.stages(),
@@ -367,11 +352,7 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
         .collect();
     let scored = order.len();
     let top = top.min(order.len());
-    let by_score = |a: &u32, b: &u32| {
-        scores[*b as usize]
-            .total_cmp(&scores[*a as usize])
-            .then(a.cmp(b))
-    };
+    let by_score = best_first(&scores);
     if top > 0 && top < order.len() {
         order.select_nth_unstable_by(top - 1, by_score);
     }
@@ -384,6 +365,16 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
         order,
         scored,
         strong_ids,
+    }
+}
+
+/// The order of row ids by their combined `scores`: best first, ties to
+/// the lower id.
+pub(crate) fn best_first(scores: &[f64]) -> impl Fn(&u32, &u32) -> std::cmp::Ordering + Copy + '_ {
+    |a: &u32, b: &u32| {
+        scores[*b as usize]
+            .total_cmp(&scores[*a as usize])
+            .then(a.cmp(b))
     }
 }
 

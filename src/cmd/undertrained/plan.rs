@@ -161,8 +161,7 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
             component_iterations: 0,
             component_within_noise: false,
         };
-        if let Some(mut sums) = embed_sums {
-            let e = embed.expect("an embedding pass");
+        if let (Some(e), Some(mut sums)) = (embed, embed_sums) {
             let mean = embed_mean.get().and_then(Option::as_ref);
             if let Some(mean) = mean.filter(|_| !sums.pending.is_empty()) {
                 clock.time("embedding catch-up", || pass::catch_up(e, &mut sums, mean));
