@@ -15,9 +15,10 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use super::rows::{self, Dotted, RowSummary};
+use super::rows::{self, RowSummary};
 use super::undertrained::Reference;
 use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::cmd::undertrained::kernel::Dotted;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, TieStatus};

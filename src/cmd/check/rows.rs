@@ -18,7 +18,9 @@
 //! as `undertrained` adds them; the norm is redone in f64 when f32
 //! overflows or underflows.
 
-use crate::cmd::undertrained::kernel::{L as LANES, PREFETCH_ROWS, Row, madd, prefetch};
+use crate::cmd::undertrained::kernel::{
+    Bf16Lanes, Dotted, L as LANES, PREFETCH_ROWS, Row, dots, prefetch,
+};
 use crate::dtype::Dtype;
 use crate::matrix::convert;
 
@@ -41,35 +43,6 @@ pub(crate) struct RowSummary {
     /// The row's duplicate key (see [`row_key`]): equal rows have equal
     /// keys, different rows may too.
     pub hash: u64,
-}
-
-/// A vector the rows are dotted with, in the layouts the loops read.
-#[derive(Debug)]
-pub(crate) struct Dotted {
-    /// The values in order.
-    plain: Vec<f32>,
-    /// Each step of [`LANES`] values as the BF16 loop's lanes hold them:
-    /// the even values, then the odd ones.
-    bf16: Vec<f32>,
-}
-
-impl Dotted {
-    /// The vector `v`, of one value per column.
-    pub(crate) fn new(v: Vec<f32>) -> Self {
-        let mut bf16 = v.clone();
-        for (step, out) in v.chunks_exact(LANES).zip(bf16.chunks_exact_mut(LANES)) {
-            for l in 0..LANES / 2 {
-                out[l] = step[2 * l];
-                out[LANES / 2 + l] = step[2 * l + 1];
-            }
-        }
-        Dotted { plain: v, bf16 }
-    }
-
-    /// The values in order.
-    pub(crate) fn values(&self) -> &[f32] {
-        &self.plain
-    }
 }
 
 /// Summaries of the whole rows of `cols` values of `dtype` stored in `raw`,
@@ -140,26 +113,21 @@ fn summarize_with<const FMA: bool>(
 ) {
     match dotted {
         Some(d) => {
-            assert_eq!(d.plain.len(), cols, "one dotted value per column");
-            rows_with::<FMA, true>(dtype, cols, raw, d, scratch, out);
+            assert_eq!(d.values().len(), cols, "one dotted value per column");
+            rows_with::<FMA, 1>(dtype, cols, raw, [d], scratch, out);
         }
-        None => {
-            let none = Dotted {
-                plain: Vec::new(),
-                bf16: Vec::new(),
-            };
-            rows_with::<FMA, false>(dtype, cols, raw, &none, scratch, out);
-        }
+        None => rows_with::<FMA, 0>(dtype, cols, raw, [], scratch, out),
     }
 }
 
-/// The row loop of [`summarize_with`], with the dot product when `DOT`.
+/// The row loop of [`summarize_with`], with the dot product with the
+/// one vector of `vs` when there is one.
 #[inline(always)]
-fn rows_with<const FMA: bool, const DOT: bool>(
+fn rows_with<const FMA: bool, const N: usize>(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
-    d: &Dotted,
+    vs: [&Dotted; N],
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -170,13 +138,14 @@ fn rows_with<const FMA: bool, const DOT: bool>(
     for (i, row) in raw.chunks_exact(row_bytes).enumerate() {
         prefetch(raw.get((i + PREFETCH_ROWS) * row_bytes..(i + PREFETCH_ROWS + 1) * row_bytes));
         let (sum, dot) = match dtype {
-            Dtype::BF16 => bf16_sums::<FMA, DOT>(row, &d.bf16, &d.plain),
-            Dtype::F32 => f32_sums::<FMA, DOT>(F32Bytes(row), &d.plain),
+            Dtype::BF16 => dots::<FMA, N, _>(Bf16Lanes(row), vs),
+            Dtype::F32 => dots::<FMA, N, _>(F32Bytes(row), vs),
             _ => {
                 convert(dtype, row, scratch);
-                f32_sums::<FMA, DOT>(scratch.as_slice(), &d.plain)
+                dots::<FMA, N, _>(scratch.as_slice(), vs)
             }
         };
+        let dot = dot.into_iter().next().unwrap_or(0.0);
         let mut s = RowSummary {
             norm: sum.sqrt(),
             sq: sum,
@@ -209,77 +178,6 @@ fn rows_with<const FMA: bool, const DOT: bool>(
     }
 }
 
-/// The lanes added in value order; `interleaved`: as the BF16 loop holds
-/// them (even values, then odd ones).
-#[inline(always)]
-fn lane_total(lanes: &[f32; LANES], interleaved: bool) -> f32 {
-    let ordered: [f32; LANES] = std::array::from_fn(|j| match interleaved {
-        true if j % 2 == 1 => lanes[LANES / 2 + j / 2],
-        true => lanes[j / 2],
-        false => lanes[j],
-    });
-    ordered.iter().sum()
-}
-
-/// The sum of squares of a stored BF16 row and, when `DOT`, its dot
-/// product with `lanes` (the vector in the lane layout, see [`Dotted`])
-/// and, past the whole steps, `plain`; in f32. The row is read as 32-bit
-/// words: a word's high half is one value's f32 bit pattern once the low
-/// half is masked off, and its low half shifted up is the other's.
-#[inline(always)]
-fn bf16_sums<const FMA: bool, const DOT: bool>(
-    row: &[u8],
-    lanes: &[f32],
-    plain: &[f32],
-) -> (f32, f32) {
-    let mut sq = [0f32; LANES];
-    let mut dot = [0f32; LANES];
-    let (chunks, tail) = row.as_chunks::<{ 2 * LANES }>();
-    // Two loops: each keeps its sums in registers (one loop with the dot
-    // product behind a branch does not, with this compiler).
-    if DOT {
-        let (steps, _) = lanes.as_chunks::<LANES>();
-        for (c, m) in chunks.iter().zip(steps) {
-            let x = bf16_step(c);
-            for l in 0..LANES {
-                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
-                dot[l] = madd::<FMA>(x[l], m[l], dot[l]);
-            }
-        }
-    } else {
-        for c in chunks {
-            let x = bf16_step(c);
-            for l in 0..LANES {
-                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
-            }
-        }
-    }
-    let (mut sq_total, mut dot_total) = (lane_total(&sq, true), lane_total(&dot, true));
-    let first = chunks.len() * LANES;
-    for (j, b) in tail.chunks_exact(2).enumerate() {
-        let x = f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16);
-        sq_total += x * x;
-        if DOT {
-            dot_total += x * plain[first + j];
-        }
-    }
-    (sq_total, dot_total)
-}
-
-/// Half of [`LANES`]: the even values of a BF16 step, or the odd ones.
-const HALF: usize = LANES / 2;
-
-/// The [`LANES`] BF16 values stored in `c` as f32, in the lanes of
-/// [`bf16_sums`]: values `0, 2, 4, …` then `1, 3, 5, …`.
-#[inline(always)]
-fn bf16_step(c: &[u8; 2 * LANES]) -> [f32; LANES] {
-    std::array::from_fn(|l| {
-        let i = l % HALF;
-        let w = u32::from_le_bytes([c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]]);
-        f32::from_bits(if l < HALF { w << 16 } else { w & 0xFFFF_0000 })
-    })
-}
-
 /// F32 values read in place from little-endian bytes.
 #[derive(Clone, Copy)]
 struct F32Bytes<'a>(&'a [u8]);
@@ -303,41 +201,6 @@ impl Row for F32Bytes<'_> {
         let b = &self.0[4 * j..4 * j + 4];
         f32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
-}
-
-/// The sum of squares of a row of f32 values and, when `DOT`, its dot
-/// product with `plain`; in f32.
-#[inline(always)]
-fn f32_sums<const FMA: bool, const DOT: bool>(row: impl Row, plain: &[f32]) -> (f32, f32) {
-    let mut sq = [0f32; LANES];
-    let mut dot = [0f32; LANES];
-    let whole = row.len() / LANES * LANES;
-    // Two loops, as in `bf16_sums`.
-    if DOT {
-        let (steps, _) = plain.as_chunks::<LANES>();
-        for (k, m) in (0..whole).step_by(LANES).zip(steps) {
-            let x = row.chunk(k);
-            for l in 0..LANES {
-                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
-                dot[l] = madd::<FMA>(x[l], m[l], dot[l]);
-            }
-        }
-    } else {
-        for k in (0..whole).step_by(LANES) {
-            let x = row.chunk(k);
-            for l in 0..LANES {
-                sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
-            }
-        }
-    }
-    let (mut sq_total, mut dot_total) = (lane_total(&sq, false), lane_total(&dot, false));
-    for (j, x) in (whole..row.len()).map(|j| (j, row.at(j))) {
-        sq_total += x * x;
-        if DOT {
-            dot_total += x * plain[j];
-        }
-    }
-    (sq_total, dot_total)
 }
 
 /// Words of 8 bytes that [`row_key`] samples from a long row.

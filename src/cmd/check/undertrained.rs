@@ -9,8 +9,8 @@
 use serde_json::json;
 
 use super::pass::{self, Scanned};
-use super::rows::Dotted;
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
+use crate::cmd::undertrained::kernel::Dotted;
 use crate::cmd::undertrained::{self, STRONG};
 use crate::matrix::Matrix;
 use crate::vocab::Vocab;

@@ -22,7 +22,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
 
-use super::kernel::{Bf16, PREFETCH_ROWS, dot3, prefetch};
+use super::kernel::{Bf16, Dotted, PREFETCH_ROWS, dots, prefetch};
 use crate::cpu::has_avx512;
 
 /// Per-row sums from the pass over a matrix.
@@ -41,7 +41,7 @@ pub(crate) struct RowSums {
 
 /// The reference mean of a pass, set before it starts or while it runs;
 /// `None` inside when there is none.
-pub(crate) type Mean = OnceLock<Option<Vec<f32>>>;
+pub(crate) type Mean = OnceLock<Option<Dotted>>;
 
 /// One block's per-row sums: its first row, the sums, and whether the
 /// reference mean was still unknown.
@@ -63,28 +63,51 @@ impl Part {
 
 /// One block: `raw` holds whole BF16 rows, read in place (decoded in
 /// registers, so the decoding shares the wide instructions); other dtypes
-/// are already decoded in `buf`. The block's per-row sums, NaN for a row
-/// that is not finite.
+/// are already decoded in `buf`. The block's per-row sums `|r|²`, `r·m`
+/// and `r·c` (0 for a vector not given, which costs nothing), NaN for a
+/// row that is not finite.
 #[inline(always)]
 fn block_body<const FMA: bool>(
     buf: &[f32],
     raw: Option<&[u8]>,
-    reference: &[f32],
-    v: &[f32],
+    cols: usize,
+    mean: Option<&Dotted>,
+    pc: Option<&Dotted>,
 ) -> Vec<[f32; 3]> {
-    let cols = reference.len();
+    match (mean, pc) {
+        (Some(m), Some(c)) => rows::<FMA, 2>(buf, raw, cols, [m, c], [1, 2]),
+        (Some(m), None) => rows::<FMA, 1>(buf, raw, cols, [m], [1]),
+        (None, Some(c)) => rows::<FMA, 1>(buf, raw, cols, [c], [2]),
+        (None, None) => rows::<FMA, 0>(buf, raw, cols, [], []),
+    }
+}
+
+/// [`block_body`] with the `N` vectors given, whose dot products go to
+/// the places `at` of each row's sums.
+#[inline(always)]
+fn rows<const FMA: bool, const N: usize>(
+    buf: &[f32],
+    raw: Option<&[u8]>,
+    cols: usize,
+    vs: [&Dotted; N],
+    at: [usize; N],
+) -> Vec<[f32; 3]> {
     let n = raw.map_or(buf.len(), |raw| raw.len() / 2) / cols;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let d = match raw {
+        let (sq, d) = match raw {
             Some(raw) => {
                 let bytes = |i: usize| raw.get(i * cols * 2..(i + 1) * cols * 2);
                 prefetch(bytes(i + PREFETCH_ROWS));
-                dot3::<FMA>(Bf16(bytes(i).expect("whole rows")), reference, v)
+                dots::<FMA, N, _>(Bf16(bytes(i).expect("whole rows")), vs)
             }
-            None => dot3::<FMA>(&buf[i * cols..(i + 1) * cols], reference, v),
+            None => dots::<FMA, N, _>(&buf[i * cols..(i + 1) * cols], vs),
         };
-        out.push(if d[0].is_finite() { d } else { [f32::NAN; 3] });
+        let mut sums = [sq, 0.0, 0.0];
+        for (k, v) in at.into_iter().zip(d) {
+            sums[k] = v;
+        }
+        out.push(if sq.is_finite() { sums } else { [f32::NAN; 3] });
     }
     out
 }
@@ -95,28 +118,41 @@ fn block_body<const FMA: bool>(
 /// The CPU must have AVX-512F (which implies FMA).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn block_avx512(buf: &[f32], raw: Option<&[u8]>, r: &[f32], v: &[f32]) -> Vec<[f32; 3]> {
-    block_body::<true>(buf, raw, r, v)
+unsafe fn block_avx512(
+    buf: &[f32],
+    raw: Option<&[u8]>,
+    cols: usize,
+    mean: Option<&Dotted>,
+    pc: Option<&Dotted>,
+) -> Vec<[f32; 3]> {
+    block_body::<true>(buf, raw, cols, mean, pc)
 }
 
 /// [`block_body`] on the widest instructions the CPU has: AVX-512 when
 /// `wide`, else the portable build.
-fn block(wide: bool, buf: &[f32], raw: Option<&[u8]>, r: &[f32], v: &[f32]) -> Vec<[f32; 3]> {
+fn block(
+    wide: bool,
+    buf: &[f32],
+    raw: Option<&[u8]>,
+    cols: usize,
+    mean: Option<&Dotted>,
+    pc: Option<&Dotted>,
+) -> Vec<[f32; 3]> {
     #[cfg(target_arch = "x86_64")]
     if wide {
         // SAFETY: `wide` is only true when the CPU has AVX-512F (see `has_avx512`).
-        return unsafe { block_avx512(buf, raw, r, v) };
+        return unsafe { block_avx512(buf, raw, cols, mean, pc) };
     }
     let _ = wide;
-    block_body::<false>(buf, raw, r, v)
+    block_body::<false>(buf, raw, cols, mean, pc)
 }
 
 /// Reads `m` once for per-row sums against the `reference` mean and the
-/// component `pc` (zeros stand in for a missing one).
+/// component `pc` (0 where either is missing).
 pub(crate) fn sums(
     m: &Matrix,
     reference: &Mean,
-    pc: Option<&[f32]>,
+    pc: Option<&Dotted>,
     progress: &Progress,
 ) -> RowSums {
     sums_with(has_avx512(), m, reference, pc, progress)
@@ -124,8 +160,8 @@ pub(crate) fn sums(
 
 /// Fills in `dot_ref` of the `pending` rows of `rows` against `mean`,
 /// reading only those rows again.
-pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
-    let (wide, zeros) = (has_avx512(), vec![0.0; m.cols()]);
+pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &Dotted) {
+    let wide = has_avx512();
     let done: Vec<(usize, Vec<[f32; 3]>)> = std::mem::take(&mut rows.pending)
         .into_par_iter()
         .map(|range| {
@@ -133,7 +169,7 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
             let raw = m.block_bytes(range);
             (
                 first,
-                visit(wide, m, &mut Vec::new(), first, raw, mean, &zeros),
+                visit(wide, m, &mut Vec::new(), first, raw, Some(mean), None),
             )
         })
         .collect();
@@ -152,8 +188,8 @@ fn visit(
     buf: &mut Vec<f32>,
     first: usize,
     raw: &[u8],
-    r: &[f32],
-    v: &[f32],
+    mean: Option<&Dotted>,
+    pc: Option<&Dotted>,
 ) -> Vec<[f32; 3]> {
     let bf16 = m.dtype() == Dtype::BF16;
     if !bf16 {
@@ -161,7 +197,7 @@ fn visit(
         buf.resize(n * m.cols(), 0.0);
         m.block_into(first..first + n, buf);
     }
-    block(wide, buf, bf16.then_some(raw), r, v)
+    block(wide, buf, bf16.then_some(raw), m.cols(), mean, pc)
 }
 
 /// [`sums`] on the AVX-512 build or not, so tests can compare the two.
@@ -169,22 +205,19 @@ fn sums_with(
     wide: bool,
     m: &Matrix,
     reference: &Mean,
-    pc: Option<&[f32]>,
+    pc: Option<&Dotted>,
     progress: &Progress,
 ) -> RowSums {
-    let zeros = vec![0.0; m.cols()];
-    let v = pc.unwrap_or(&zeros);
     let mut part = search::scan(
         m,
         progress,
         Part::default,
         |p: &mut Part, first: usize, raw: &[u8]| {
-            let (r, pending) = match reference.get() {
-                None => (&zeros, true),
-                Some(None) => (&zeros, false),
-                Some(Some(mean)) => (mean, false),
+            let (mean, pending) = match reference.get() {
+                None => (None, true),
+                Some(mean) => (mean.as_ref(), false),
             };
-            let sums = visit(wide, m, &mut p.buf, first, raw, r, v);
+            let sums = visit(wide, m, &mut p.buf, first, raw, mean, pc);
             p.blocks.push((first, sums, pending));
         },
         Part::merge,
@@ -214,8 +247,13 @@ mod tests {
         let values = [1.0f32, 2.0, f32::NAN, 0.0, 3.0, 4.0, 0.0, 0.0];
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let m = Matrix::new("t", &bytes, Dtype::F32, &[4, 2]).unwrap();
-        let mean = OnceLock::from(Some(vec![1.0, 1.0]));
-        let a = sums(&m, &mean, Some(&[1.0, 0.0]), &Progress::hidden());
+        let mean = OnceLock::from(Some(Dotted::new(vec![1.0, 1.0])));
+        let a = sums(
+            &m,
+            &mean,
+            Some(&Dotted::new(vec![1.0, 0.0])),
+            &Progress::hidden(),
+        );
         assert_eq!(a.sq[0], 5.0);
         assert!(a.sq[1].is_nan() && a.dot_pc[1].is_nan());
         assert_eq!((a.dot_ref[2], a.dot_pc[2]), (7.0, 3.0));
@@ -239,9 +277,9 @@ mod tests {
         let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
         let reference: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
-        let reference = OnceLock::from(Some(reference));
+        let (reference, v) = (OnceLock::from(Some(Dotted::new(reference))), Dotted::new(v));
         let portable = sums_with(false, &m, &reference, Some(&v), &Progress::hidden());
-        let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
+        let want: f32 = m.row(3).iter().zip(v.values()).map(|(a, b)| a * b).sum();
         assert!((portable.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
         if !has_avx512() {
             return;
@@ -258,6 +296,40 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_vector_leaves_the_other_sums_as_they_were() {
+        // 40 rows of 70 BF16 values: two whole steps of the loop and a tail.
+        let (rows, cols) = (40, 70);
+        let bytes: Vec<u8> = (0..rows * cols)
+            .map(|i| ((i as f32 * 0.37).sin() * 2.3).powi(3))
+            .flat_map(|v| half::bf16::from_f32(v).to_le_bytes())
+            .collect();
+        let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+        let mean = || Dotted::new((0..cols).map(|j| (j as f32 * 0.11).cos()).collect());
+        let pc = Dotted::new((0..cols).map(|j| (j as f32 * 0.05).sin()).collect());
+        let (known, none) = (|| OnceLock::from(Some(mean())), || OnceLock::from(None));
+        let hidden = Progress::hidden();
+        let both = sums(&m, &known(), Some(&pc), &hidden);
+        let only_mean = sums(&m, &known(), None, &hidden);
+        let only_pc = sums(&m, &none(), Some(&pc), &hidden);
+        let neither = sums(&m, &none(), None, &hidden);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for other in [&only_mean, &only_pc, &neither] {
+            assert_eq!(bits(&other.sq), bits(&both.sq));
+        }
+        assert_eq!(bits(&only_mean.dot_ref), bits(&both.dot_ref));
+        assert_eq!(bits(&only_pc.dot_pc), bits(&both.dot_pc));
+        assert!(both.dot_pc.iter().any(|&d| d != 0.0));
+        for zeros in [
+            &only_mean.dot_pc,
+            &only_pc.dot_ref,
+            &neither.dot_ref,
+            &neither.dot_pc,
+        ] {
+            assert!(zeros.iter().all(|&d| d == 0.0));
+        }
+    }
+
+    #[test]
     fn rows_read_before_the_mean_catch_up() {
         // 3,000 rows of 200 f32 values: three blocks of the scan.
         let (rows, cols) = (3000, 200);
@@ -267,7 +339,7 @@ mod tests {
         let mean: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let known = sums(
             &m,
-            &OnceLock::from(Some(mean.clone())),
+            &OnceLock::from(Some(Dotted::new(mean.clone()))),
             None,
             &Progress::hidden(),
         );
@@ -277,7 +349,7 @@ mod tests {
         let pending: usize = a.pending.iter().map(|r| r.len()).sum();
         assert_eq!((pending, a.pending.len() > 1), (rows, true));
         assert!(a.dot_ref.iter().all(|&d| d == 0.0));
-        catch_up(&m, &mut a, &mean);
+        catch_up(&m, &mut a, &Dotted::new(mean));
         assert!(a.pending.is_empty());
         assert_eq!((a.sq, a.dot_ref), (known.sq, known.dot_ref));
     }

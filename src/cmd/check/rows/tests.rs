@@ -4,6 +4,8 @@
 use super::*;
 use half::{bf16, f16};
 
+use crate::cmd::undertrained::kernel::madd;
+
 fn bytes_of(dtype: Dtype, v: &[f32]) -> Vec<u8> {
     match dtype {
         Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
