@@ -18,7 +18,6 @@ use rayon::prelude::*;
 use super::rows::{self, RowSummary};
 use super::undertrained::Reference;
 use crate::checkpoint::{Checkpoint, TensorEntry};
-use crate::cmd::undertrained::kernel::Dotted;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, TieStatus};
@@ -88,7 +87,7 @@ pub(crate) fn scan(
             let (dotted, pending) = match reference.map(OnceLock::get) {
                 None => (None, false),
                 Some(None) => (None, true),
-                Some(Some(r)) => (r.mean.as_ref(), false),
+                Some(Some(r)) => (r.mean.as_deref(), false),
             };
             let mut rows = Vec::new();
             rows::summarize(dtype, cols, raw, dotted, &mut part.scratch, &mut rows);
@@ -145,7 +144,7 @@ pub(crate) fn scan(
 /// The dot products with `mean` of every row: those of `sums`, with the
 /// rows the pass read before the reference was known (`sums.pending`)
 /// made now, on all cores: one more read of those rows only.
-pub(crate) fn dots(m: &Matrix, sums: &Sums, mean: &Dotted) -> Vec<f32> {
+pub(crate) fn dots(m: &Matrix, sums: &Sums, mean: &[f32]) -> Vec<f32> {
     let (dtype, cols) = (m.dtype(), m.cols());
     let done: Vec<(usize, Vec<f32>)> = sums
         .pending
@@ -249,7 +248,7 @@ mod tests {
         known
             .set(Reference {
                 ids: Vec::new(),
-                mean: Some(Dotted::new(mean.clone())),
+                mean: Some(mean.clone()),
             })
             .unwrap();
         let dotted = known.get().unwrap().mean.as_ref().unwrap();

@@ -12,15 +12,13 @@
 //! whose sum is 0, NaN or infinite are looked at value by value. The loops
 //! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
 //! widest the CPU has is chosen at run time; each row asks for the row two
-//! ahead to be brought into cache. Sums are made in f32 in 32
-//! lanes, value `j` of each step of 32 in lane `j` (BF16: the lanes hold
-//! the even values, then the odd ones), and the lanes added in value order,
-//! as `undertrained` adds them; the norm is redone in f64 when f32
-//! overflows or underflows.
+//! ahead to be brought into cache. Sums are made by `undertrained`'s row
+//! kernel (`kernel::dots`), in f32 in 32 lanes, value `j` of each step of
+//! 32 in lane `j`, and the lanes added in order, so that both commands get
+//! the same sums; the norm is redone in f64 when f32 overflows or
+//! underflows.
 
-use crate::cmd::undertrained::kernel::{
-    Bf16Lanes, Dotted, L as LANES, PREFETCH_ROWS, Row, dots, prefetch,
-};
+use crate::cmd::undertrained::kernel::{Bf16, L as LANES, PREFETCH_ROWS, Row, dots, prefetch};
 use crate::dtype::Dtype;
 use crate::matrix::convert;
 
@@ -32,7 +30,7 @@ pub(crate) struct RowSummary {
     /// The sum of squares as summed in f32 (infinite or 0 where the norm
     /// was redone in f64).
     pub sq: f32,
-    /// The dot product with the [`Dotted`] vector (0 without one).
+    /// The dot product with the dotted vector (0 without one).
     pub dot: f32,
     /// The row holds a NaN.
     pub nan: bool,
@@ -55,7 +53,7 @@ pub(crate) fn summarize(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
-    dotted: Option<&Dotted>,
+    dotted: Option<&[f32]>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -80,7 +78,7 @@ fn summarize_avx512(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
-    dotted: Option<&Dotted>,
+    dotted: Option<&[f32]>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -93,7 +91,7 @@ fn summarize_avx2(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
-    dotted: Option<&Dotted>,
+    dotted: Option<&[f32]>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -107,13 +105,13 @@ fn summarize_with<const FMA: bool>(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
-    dotted: Option<&Dotted>,
+    dotted: Option<&[f32]>,
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
     match dotted {
         Some(d) => {
-            assert_eq!(d.values().len(), cols, "one dotted value per column");
+            assert_eq!(d.len(), cols, "one dotted value per column");
             rows_with::<FMA, 1>(dtype, cols, raw, [d], scratch, out);
         }
         None => rows_with::<FMA, 0>(dtype, cols, raw, [], scratch, out),
@@ -127,7 +125,7 @@ fn rows_with<const FMA: bool, const N: usize>(
     dtype: Dtype,
     cols: usize,
     raw: &[u8],
-    vs: [&Dotted; N],
+    vs: [&[f32]; N],
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
@@ -138,11 +136,11 @@ fn rows_with<const FMA: bool, const N: usize>(
     for (i, row) in raw.chunks_exact(row_bytes).enumerate() {
         prefetch(raw.get((i + PREFETCH_ROWS) * row_bytes..(i + PREFETCH_ROWS + 1) * row_bytes));
         let (sum, dot) = match dtype {
-            Dtype::BF16 => dots::<FMA, N, _>(Bf16Lanes(row), vs),
-            Dtype::F32 => dots::<FMA, N, _>(F32Bytes(row), vs),
+            Dtype::BF16 => dots::<FMA, N>(Bf16(row), vs),
+            Dtype::F32 => dots::<FMA, N>(F32Bytes(row), vs),
             _ => {
                 convert(dtype, row, scratch);
-                dots::<FMA, N, _>(scratch.as_slice(), vs)
+                dots::<FMA, N>(scratch.as_slice(), vs)
             }
         };
         let dot = dot.into_iter().next().unwrap_or(0.0);

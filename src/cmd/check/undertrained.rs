@@ -10,7 +10,6 @@ use serde_json::json;
 
 use super::pass::{self, Scanned};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
-use crate::cmd::undertrained::kernel::Dotted;
 use crate::cmd::undertrained::{self, STRONG};
 use crate::matrix::Matrix;
 use crate::vocab::Vocab;
@@ -23,7 +22,7 @@ pub(crate) struct Reference {
     pub ids: Vec<u32>,
     /// The mean of the finite reference rows; `None` without any (then
     /// the indicator is the norm alone and no dot product is needed).
-    pub mean: Option<Dotted>,
+    pub mean: Option<Vec<f32>>,
 }
 
 impl Reference {
@@ -31,10 +30,7 @@ impl Reference {
     /// reading the reference rows only.
     pub(crate) fn resolve(m: &Matrix, vocab: Option<&Vocab>) -> Self {
         let (ids, mean) = undertrained::auto_reference(m, vocab);
-        Reference {
-            ids,
-            mean: mean.map(Dotted::new),
-        }
+        Reference { ids, mean }
     }
 }
 
@@ -68,7 +64,7 @@ pub(super) fn finding(
         .zip(&sums.sq)
         .map(|(&d, &sq)| finite_or_nan(d, sq))
         .collect();
-    let mean = reference.mean.as_ref().map(Dotted::values);
+    let mean = reference.mean.as_deref();
     let (indicators, scores) = undertrained::embed_scores(sq, dot, mean);
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     let strong = scores.iter().filter(|&&x| x >= STRONG).count();

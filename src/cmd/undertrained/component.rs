@@ -32,7 +32,7 @@ use rayon::prelude::*;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
-use super::kernel::{Bf16, Dotted, Row, axpy, dots, prefetch};
+use super::kernel::{Bf16, Row, axpy, dots, prefetch};
 use crate::cpu::has_avx512;
 
 /// Rows sampled (in evenly spaced runs) for the component.
@@ -80,13 +80,13 @@ struct Acc {
 /// Adds `y · r` for one row into `acc`, where `y = r·v`, or 1 when there
 /// is no `v` (then only finite rows count, and are listed in `finite`).
 #[inline(always)]
-fn row_work<const FMA: bool, R: Row>(r: R, i: usize, v: Option<&Dotted>, acc: &mut Acc) {
+fn row_work<const FMA: bool>(r: impl Row, i: usize, v: Option<&[f32]>, acc: &mut Acc) {
     match v {
-        Some(v) => axpy::<FMA, R>(&mut acc.chunk, dots::<FMA, 1, R>(r, [v]).1[0], r),
+        Some(v) => axpy::<FMA>(&mut acc.chunk, dots::<FMA, 1>(r, [v]).1[0], r),
         None => {
-            let sq = dots::<FMA, 0, R>(r, []).0;
+            let sq = dots::<FMA, 0>(r, []).0;
             if sq.is_finite() {
-                axpy::<FMA, R>(&mut acc.chunk, 1.0, r);
+                axpy::<FMA>(&mut acc.chunk, 1.0, r);
                 acc.finite.push(i);
                 acc.squares += f64::from(sq);
             }
@@ -95,18 +95,18 @@ fn row_work<const FMA: bool, R: Row>(r: R, i: usize, v: Option<&Dotted>, acc: &m
 }
 
 #[inline(always)]
-fn chunk_body<const FMA: bool>(m: &Matrix, ids: &[usize], v: Option<&Dotted>, acc: &mut Acc) {
+fn chunk_body<const FMA: bool>(m: &Matrix, ids: &[usize], v: Option<&[f32]>, acc: &mut Acc) {
     acc.chunk.fill(0.0);
     for (k, &i) in ids.iter().enumerate() {
         if m.dtype() == Dtype::BF16 {
             // Ask for the next row early: it may start a run afresh.
             prefetch(ids.get(k + 1).map(|&next| m.row_bytes(next)));
-            row_work::<FMA, _>(Bf16(m.row_bytes(i)), i, v, acc);
+            row_work::<FMA>(Bf16(m.row_bytes(i)), i, v, acc);
         } else {
             let mut buf = std::mem::take(&mut acc.buf);
             buf.resize(m.cols(), 0.0);
             m.block_into(i..i + 1, &mut buf);
-            row_work::<FMA, _>(buf.as_slice(), i, v, acc);
+            row_work::<FMA>(buf.as_slice(), i, v, acc);
             acc.buf = buf;
         }
     }
@@ -121,7 +121,7 @@ fn chunk_body<const FMA: bool>(m: &Matrix, ids: &[usize], v: Option<&Dotted>, ac
 /// The CPU must have AVX-512F (which implies FMA).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn chunk_avx512(m: &Matrix, ids: &[usize], v: Option<&Dotted>, acc: &mut Acc) {
+unsafe fn chunk_avx512(m: &Matrix, ids: &[usize], v: Option<&[f32]>, acc: &mut Acc) {
     chunk_body::<true>(m, ids, v, acc);
 }
 
@@ -137,7 +137,7 @@ struct Swept {
 
 /// `Σ r (r·v)` over the rows `ids` of `m`, or without `v` the sum of the
 /// finite ones, which they are and their sum of squares.
-fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&Dotted>) -> Swept {
+fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> Swept {
     let cols = m.cols();
     let acc = ids
         .par_chunks(CHUNK)
@@ -236,7 +236,7 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
         if ids.is_empty() {
             return done(axis, 0, false);
         }
-        let v32 = Dotted::new(v.iter().map(|&x| x as f32).collect());
+        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
         let mtmv = sweep(wide, m, &ids, Some(&v32)).sum;
         let mv = dot(&mean, &v);
         // C v = Σ r (r·v) / n − μ (μ·v): the covariance times v.

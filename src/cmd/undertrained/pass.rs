@@ -22,7 +22,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
 
-use super::kernel::{Bf16, Dotted, PREFETCH_ROWS, dots, prefetch};
+use super::kernel::{Bf16, PREFETCH_ROWS, dots, prefetch};
 use crate::cpu::has_avx512;
 
 /// Per-row sums from the pass over a matrix.
@@ -41,7 +41,7 @@ pub(crate) struct RowSums {
 
 /// The reference mean of a pass, set before it starts or while it runs;
 /// `None` inside when there is none.
-pub(crate) type Mean = OnceLock<Option<Dotted>>;
+pub(crate) type Mean = OnceLock<Option<Vec<f32>>>;
 
 /// One block's per-row sums: its first row, the sums, and whether the
 /// reference mean was still unknown.
@@ -71,8 +71,8 @@ fn block_body<const FMA: bool>(
     buf: &[f32],
     raw: Option<&[u8]>,
     cols: usize,
-    mean: Option<&Dotted>,
-    pc: Option<&Dotted>,
+    mean: Option<&[f32]>,
+    pc: Option<&[f32]>,
 ) -> Vec<[f32; 3]> {
     match (mean, pc) {
         (Some(m), Some(c)) => rows::<FMA, 2>(buf, raw, cols, [m, c], [1, 2]),
@@ -89,7 +89,7 @@ fn rows<const FMA: bool, const N: usize>(
     buf: &[f32],
     raw: Option<&[u8]>,
     cols: usize,
-    vs: [&Dotted; N],
+    vs: [&[f32]; N],
     at: [usize; N],
 ) -> Vec<[f32; 3]> {
     let n = raw.map_or(buf.len(), |raw| raw.len() / 2) / cols;
@@ -99,9 +99,9 @@ fn rows<const FMA: bool, const N: usize>(
             Some(raw) => {
                 let bytes = |i: usize| raw.get(i * cols * 2..(i + 1) * cols * 2);
                 prefetch(bytes(i + PREFETCH_ROWS));
-                dots::<FMA, N, _>(Bf16(bytes(i).expect("whole rows")), vs)
+                dots::<FMA, N>(Bf16(bytes(i).expect("whole rows")), vs)
             }
-            None => dots::<FMA, N, _>(&buf[i * cols..(i + 1) * cols], vs),
+            None => dots::<FMA, N>(&buf[i * cols..(i + 1) * cols], vs),
         };
         let mut sums = [sq, 0.0, 0.0];
         for (k, v) in at.into_iter().zip(d) {
@@ -122,8 +122,8 @@ unsafe fn block_avx512(
     buf: &[f32],
     raw: Option<&[u8]>,
     cols: usize,
-    mean: Option<&Dotted>,
-    pc: Option<&Dotted>,
+    mean: Option<&[f32]>,
+    pc: Option<&[f32]>,
 ) -> Vec<[f32; 3]> {
     block_body::<true>(buf, raw, cols, mean, pc)
 }
@@ -135,8 +135,8 @@ fn block(
     buf: &[f32],
     raw: Option<&[u8]>,
     cols: usize,
-    mean: Option<&Dotted>,
-    pc: Option<&Dotted>,
+    mean: Option<&[f32]>,
+    pc: Option<&[f32]>,
 ) -> Vec<[f32; 3]> {
     #[cfg(target_arch = "x86_64")]
     if wide {
@@ -152,7 +152,7 @@ fn block(
 pub(crate) fn sums(
     m: &Matrix,
     reference: &Mean,
-    pc: Option<&Dotted>,
+    pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
     sums_with(has_avx512(), m, reference, pc, progress)
@@ -160,7 +160,7 @@ pub(crate) fn sums(
 
 /// Fills in `dot_ref` of the `pending` rows of `rows` against `mean`,
 /// reading only those rows again.
-pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &Dotted) {
+pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
     let wide = has_avx512();
     let done: Vec<(usize, Vec<[f32; 3]>)> = std::mem::take(&mut rows.pending)
         .into_par_iter()
@@ -188,8 +188,8 @@ fn visit(
     buf: &mut Vec<f32>,
     first: usize,
     raw: &[u8],
-    mean: Option<&Dotted>,
-    pc: Option<&Dotted>,
+    mean: Option<&[f32]>,
+    pc: Option<&[f32]>,
 ) -> Vec<[f32; 3]> {
     let bf16 = m.dtype() == Dtype::BF16;
     if !bf16 {
@@ -205,7 +205,7 @@ fn sums_with(
     wide: bool,
     m: &Matrix,
     reference: &Mean,
-    pc: Option<&Dotted>,
+    pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
     let mut part = search::scan(
@@ -215,7 +215,7 @@ fn sums_with(
         |p: &mut Part, first: usize, raw: &[u8]| {
             let (mean, pending) = match reference.get() {
                 None => (None, true),
-                Some(mean) => (mean.as_ref(), false),
+                Some(mean) => (mean.as_deref(), false),
             };
             let sums = visit(wide, m, &mut p.buf, first, raw, mean, pc);
             p.blocks.push((first, sums, pending));
@@ -247,13 +247,8 @@ mod tests {
         let values = [1.0f32, 2.0, f32::NAN, 0.0, 3.0, 4.0, 0.0, 0.0];
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let m = Matrix::new("t", &bytes, Dtype::F32, &[4, 2]).unwrap();
-        let mean = OnceLock::from(Some(Dotted::new(vec![1.0, 1.0])));
-        let a = sums(
-            &m,
-            &mean,
-            Some(&Dotted::new(vec![1.0, 0.0])),
-            &Progress::hidden(),
-        );
+        let mean = OnceLock::from(Some(vec![1.0, 1.0]));
+        let a = sums(&m, &mean, Some(&[1.0, 0.0]), &Progress::hidden());
         assert_eq!(a.sq[0], 5.0);
         assert!(a.sq[1].is_nan() && a.dot_pc[1].is_nan());
         assert_eq!((a.dot_ref[2], a.dot_pc[2]), (7.0, 3.0));
@@ -277,9 +272,9 @@ mod tests {
         let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
         let reference: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
-        let (reference, v) = (OnceLock::from(Some(Dotted::new(reference))), Dotted::new(v));
+        let reference = OnceLock::from(Some(reference));
         let portable = sums_with(false, &m, &reference, Some(&v), &Progress::hidden());
-        let want: f32 = m.row(3).iter().zip(v.values()).map(|(a, b)| a * b).sum();
+        let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
         assert!((portable.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
         if !has_avx512() {
             return;
@@ -304,8 +299,12 @@ mod tests {
             .flat_map(|v| half::bf16::from_f32(v).to_le_bytes())
             .collect();
         let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
-        let mean = || Dotted::new((0..cols).map(|j| (j as f32 * 0.11).cos()).collect());
-        let pc = Dotted::new((0..cols).map(|j| (j as f32 * 0.05).sin()).collect());
+        let mean = || {
+            (0..cols)
+                .map(|j| (j as f32 * 0.11).cos())
+                .collect::<Vec<f32>>()
+        };
+        let pc: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.05).sin()).collect();
         let (known, none) = (|| OnceLock::from(Some(mean())), || OnceLock::from(None));
         let hidden = Progress::hidden();
         let both = sums(&m, &known(), Some(&pc), &hidden);
@@ -339,7 +338,7 @@ mod tests {
         let mean: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let known = sums(
             &m,
-            &OnceLock::from(Some(Dotted::new(mean.clone()))),
+            &OnceLock::from(Some(mean.clone())),
             None,
             &Progress::hidden(),
         );
@@ -349,7 +348,7 @@ mod tests {
         let pending: usize = a.pending.iter().map(|r| r.len()).sum();
         assert_eq!((pending, a.pending.len() > 1), (rows, true));
         assert!(a.dot_ref.iter().all(|&d| d == 0.0));
-        catch_up(&m, &mut a, &Dotted::new(mean));
+        catch_up(&m, &mut a, &mean);
         assert!(a.pending.is_empty());
         assert_eq!((a.sq, a.dot_ref), (known.sq, known.dot_ref));
     }

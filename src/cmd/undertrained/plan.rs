@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 
 use super::component::{self, Component};
 use super::indicators::{Indicators, cosines, distances, mean_of, norms};
-use super::kernel::Dotted;
 use super::reach::{self, Parsed};
 use super::reference::{self, Reference};
 use super::{Request, pass};
@@ -134,11 +133,7 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
                 // Nothing will be scored: stop the pass.
                 embed_bar.as_ref().inspect(|b| b.cancel());
             })?;
-            let _ = embed_mean.set(
-                embed
-                    .and_then(|e| mean_of(e, &reference.ids))
-                    .map(Dotted::new),
-            );
+            let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
             let vocab = held.get().and_then(|v| v.as_deref());
             Ok((reference, tokenizer(vocab, req, s, source, clock)))
         });
@@ -173,7 +168,7 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
             }
             out.passes += 1;
             out.ind.embed_norm = Some(norms(&sums));
-            out.ind.embed_distance = mean.map(|mean| distances(&sums, mean.values()));
+            out.ind.embed_distance = mean.map(|mean| distances(&sums, mean));
         }
         if let Some(h) = m.head {
             head(h, pc, m.tied, &mut out, &bar(h), clock);
@@ -232,23 +227,23 @@ fn head(
     bar: &Progress,
     clock: &Clock,
 ) {
-    let known = pass::Mean::from(mean_of(h, &out.reference.ids).map(Dotted::new));
+    let known = pass::Mean::from(mean_of(h, &out.reference.ids));
     let mean = known.get().and_then(Option::as_ref);
     let pc = pc.filter(|_| mean.is_some());
     if let Some(c) = &pc {
         (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
         out.component_within_noise = c.within_noise;
     }
-    let pcv = pc.as_ref().map(|c| Dotted::new(c.v.clone()));
-    let sums = clock.time("head pass", || pass::sums(h, &known, pcv.as_ref(), bar));
+    let pcv = pc.as_ref().map(|c| c.v.as_slice());
+    let sums = clock.time("head pass", || pass::sums(h, &known, pcv, bar));
     out.passes += 1;
     let ind = &mut out.ind;
     ind.head_cosine = mean
-        .zip(pcv.as_ref())
-        .and_then(|(mean, pc)| cosines(&sums, pc.values(), mean.values()));
+        .zip(pcv)
+        .and_then(|(mean, pc)| cosines(&sums, pc, mean));
     if tied {
         ind.embed_norm = Some(norms(&sums));
-        ind.embed_distance = mean.map(|mean| distances(&sums, mean.values()));
+        ind.embed_distance = mean.map(|mean| distances(&sums, mean));
     } else {
         ind.head_norm = Some(norms(&sums));
     }

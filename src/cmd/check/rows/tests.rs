@@ -67,7 +67,7 @@ fn dots_and_sums_add_in_value_order() {
         .map(|i| round(((i * 7919 % 1000) as f32 - 500.0) / 333.0))
         .collect();
     let m: Vec<f32> = (0..100).map(|i| (i as f32 - 50.0) / 61.0).collect();
-    let dotted = Dotted::new(m.clone());
+    let dotted = m.clone();
     // As `undertrained` sums: value j in lane j % 32 over the whole
     // steps (fused on the wide builds), the lanes in order, the tail.
     let expect = |fma: bool, y: &[f32]| {
