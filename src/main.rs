@@ -253,7 +253,11 @@ fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
         let values = values
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok(check.finish(values))
+        // The matrices' mapped pages are let go on all cores while the
+        // findings are made (the few rows these read again are mapped
+        // again), instead of by one thread at exit.
+        let (report, ()) = rayon::join(|| check.finish(values), || pass.release());
+        Ok(report)
     })?;
     render::emit(&report, json, &style)?;
     let threshold = match args.fail_on {

@@ -296,6 +296,12 @@ impl<'a> ValuePass<'a> {
         });
     }
 
+    /// Lets go of the mapped pages of the matrices the pass read (see
+    /// [`Checkpoint::release`]).
+    pub fn release(&self) {
+        self.ckpt.release(&self.matrices);
+    }
+
     /// The rows the pass reads, for a progress bar.
     pub fn rows(&self) -> u64 {
         self.matrices

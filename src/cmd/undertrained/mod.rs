@@ -25,7 +25,6 @@ mod pass;
 mod plan;
 mod reach;
 mod reference;
-mod release;
 mod score;
 
 use serde::Serialize;
@@ -190,7 +189,7 @@ pub(crate) fn embed_scores(
 /// Runs the analysis, loading the vocabulary with `load` while the first
 /// reads of the matrices run (see `plan`), for a caller that reads nothing
 /// more of the matrices: their mapped pages are let go on all cores once
-/// the passes are done (see `release`).
+/// the passes are done (see [`Checkpoint::release`]).
 pub fn run_loading<E: From<Error> + Send>(
     ckpt: &Checkpoint,
     roles: &Roles,
@@ -266,7 +265,7 @@ pub fn run_loading<E: From<Error> + Send>(
     // The pages are let go on all cores while the reachability test (one
     // thread, most of the time) runs.
     let reachable = std::thread::scope(|s| {
-        s.spawn(|| clock.time("release pages", || release::release(ckpt, &read)));
+        s.spawn(|| clock.time("release pages", || ckpt.release(&read)));
         match vocab.filter(|_| req.reachability) {
             Some(v) => clock.time("reachability", || {
                 reach::reachable(v, &ranked.order, parsed.as_ref())
