@@ -189,6 +189,9 @@ pub fn run(
         mask.as_deref(),
         &progress,
     )?;
+    // Nothing reads the matrix again: its mapped pages are let go on all
+    // cores now rather than by one thread at exit.
+    ckpt.release(&[t]);
     let queries = req
         .queries
         .iter()
