@@ -7,7 +7,8 @@ side by side in one run on a Llama-3-shaped checkpoint.
 DIR (default /work/bench-data/llama3) is the 128256 x 4096 BF16, two-shard,
 untied checkpoint that `cargo run --release --example gen-fixtures --
 --llama3 DIR` writes. The script builds `embscope` and the `kernel` bench in
-release mode (CARGO_TARGET_DIR is honoured), warms the page cache, then runs
+release mode (CARGO_TARGET_DIR is honoured), drops the shards from the page
+cache and reads them back in (see `refill_cache`), then runs
 every command RUNS times (default 9) in a fresh process each, interleaved:
 round 1 of every command, then round 2, and so on, so that load from other
 work on a shared machine falls on all of them alike. It prints medians and
@@ -91,6 +92,21 @@ def run(argv, env, sample_rss=False):
     return ms, (usage.ru_utime + usage.ru_stime) * 1e3, peak
 
 
+def refill_cache(path):
+    """Drops `path` from the page cache and reads it back in, so every
+    shard's cached pages are in the state one read from disk leaves. (How
+    the pages were cached matters: on the machine of the README's table,
+    mapping a GiB whose pages had been cached in small pieces took 30 ms
+    more than mapping one just read back, for the read and the commands
+    alike.)"""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+
+
 def cpu_name():
     with open("/proc/cpuinfo") as f:
         info = f.read()
@@ -126,7 +142,7 @@ def main():
             f.writelines(f"#{(1000 + 2003 * i) % 128256}\n" for i in range(n))
         batches[n] = path
     for f in set(shard.values()):
-        subprocess.run(["cat", f], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+        refill_cache(f)
 
     base = dict(os.environ)
     for var in ("EMBSCOPE_KERNEL", "EMBSCOPE_CPU_MASK"):
