@@ -61,24 +61,30 @@ impl Part {
     }
 }
 
-/// One block: `raw` holds whole BF16 rows, read in place (decoded in
-/// registers, so the decoding shares the wide instructions); other dtypes
-/// are already decoded in `buf`. The block's per-row sums `|r|²`, `r·m`
-/// and `r·c` (0 for a vector not given, which costs nothing), NaN for a
-/// row that is not finite.
-#[inline(always)]
-fn block_body<const FMA: bool>(
-    buf: &[f32],
-    raw: Option<&[u8]>,
+/// A block's rows and the vectors they are dotted with.
+#[derive(Clone, Copy)]
+struct Rows<'a> {
+    /// The rows decoded to f32 (dtypes other than BF16).
+    buf: &'a [f32],
+    /// Whole BF16 rows as stored, read in place (decoded in registers, so
+    /// the decoding shares the wide instructions); then `buf` is unused.
+    raw: Option<&'a [u8]>,
     cols: usize,
-    mean: Option<&[f32]>,
-    pc: Option<&[f32]>,
-) -> Vec<[f32; 3]> {
-    match (mean, pc) {
-        (Some(m), Some(c)) => rows::<FMA, 2>(buf, raw, cols, [m, c], [1, 2]),
-        (Some(m), None) => rows::<FMA, 1>(buf, raw, cols, [m], [1]),
-        (None, Some(c)) => rows::<FMA, 1>(buf, raw, cols, [c], [2]),
-        (None, None) => rows::<FMA, 0>(buf, raw, cols, [], []),
+    /// The reference mean, if known.
+    mean: Option<&'a [f32]>,
+    /// The principal component, if any.
+    pc: Option<&'a [f32]>,
+}
+
+/// The block's per-row sums `|r|²`, `r·m` and `r·c` (0 for a vector not
+/// given, which costs nothing), NaN for a row that is not finite.
+#[inline(always)]
+fn block_body<const FMA: bool>(b: Rows) -> Vec<[f32; 3]> {
+    match (b.mean, b.pc) {
+        (Some(m), Some(c)) => rows::<FMA, 2>(b, [m, c], [1, 2]),
+        (Some(m), None) => rows::<FMA, 1>(b, [m], [1]),
+        (None, Some(c)) => rows::<FMA, 1>(b, [c], [2]),
+        (None, None) => rows::<FMA, 0>(b, [], []),
     }
 }
 
@@ -86,12 +92,11 @@ fn block_body<const FMA: bool>(
 /// the places `at` of each row's sums.
 #[inline(always)]
 fn rows<const FMA: bool, const N: usize>(
-    buf: &[f32],
-    raw: Option<&[u8]>,
-    cols: usize,
+    b: Rows,
     vs: [&[f32]; N],
     at: [usize; N],
 ) -> Vec<[f32; 3]> {
+    let Rows { buf, raw, cols, .. } = b;
     let n = raw.map_or(buf.len(), |raw| raw.len() / 2) / cols;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
@@ -118,33 +123,20 @@ fn rows<const FMA: bool, const N: usize>(
 /// The CPU must have AVX-512F (which implies FMA).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn block_avx512(
-    buf: &[f32],
-    raw: Option<&[u8]>,
-    cols: usize,
-    mean: Option<&[f32]>,
-    pc: Option<&[f32]>,
-) -> Vec<[f32; 3]> {
-    block_body::<true>(buf, raw, cols, mean, pc)
+unsafe fn block_avx512(b: Rows) -> Vec<[f32; 3]> {
+    block_body::<true>(b)
 }
 
 /// [`block_body`] on the widest instructions the CPU has: AVX-512 when
 /// `wide`, else the portable build.
-fn block(
-    wide: bool,
-    buf: &[f32],
-    raw: Option<&[u8]>,
-    cols: usize,
-    mean: Option<&[f32]>,
-    pc: Option<&[f32]>,
-) -> Vec<[f32; 3]> {
+fn block(wide: bool, b: Rows) -> Vec<[f32; 3]> {
     #[cfg(target_arch = "x86_64")]
     if wide {
         // SAFETY: `wide` is only true when the CPU has AVX-512F (see `has_avx512`).
-        return unsafe { block_avx512(buf, raw, cols, mean, pc) };
+        return unsafe { block_avx512(b) };
     }
     let _ = wide;
-    block_body::<false>(buf, raw, cols, mean, pc)
+    block_body::<false>(b)
 }
 
 /// Reads `m` once for per-row sums against the `reference` mean and the
@@ -197,7 +189,17 @@ fn visit(
         buf.resize(n * m.cols(), 0.0);
         m.block_into(first..first + n, buf);
     }
-    block(wide, buf, bf16.then_some(raw), m.cols(), mean, pc)
+    let (raw, cols) = (bf16.then_some(raw), m.cols());
+    block(
+        wide,
+        Rows {
+            buf,
+            raw,
+            cols,
+            mean,
+            pc,
+        },
+    )
 }
 
 /// [`sums`] on the AVX-512 build or not, so tests can compare the two.
