@@ -55,3 +55,22 @@ impl Checkpoint {
         let _ = tensors;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_tensors_read_the_same_bytes_again() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llama-sharded");
+        let ckpt = Checkpoint::open(dir.to_str().unwrap(), "main").unwrap();
+        let names = ["model.embed_tokens.weight", "lm_head.weight"];
+        let tensors: Vec<&TensorEntry> = names.iter().map(|n| ckpt.tensor(n).unwrap()).collect();
+        let before: Vec<Vec<u8>> = tensors.iter().map(|t| ckpt.bytes(t).to_vec()).collect();
+        assert!(before.iter().all(|b| b.iter().any(|&x| x != 0)));
+        ckpt.release(&tensors);
+        for (t, b) in tensors.iter().zip(&before) {
+            assert_eq!(ckpt.bytes(t), &b[..], "{}", t.name);
+        }
+    }
+}
