@@ -40,17 +40,18 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
 /// Oriented robust z-scores of `values`; NaN stays NaN. On the log scale a
 /// zero becomes a thousandth of the median positive value.
 pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
-    let mut finite: Vec<f64> = values
-        .iter()
-        .filter(|x| x.is_finite())
-        .map(|&x| f64::from(x))
-        .collect();
-    if finite.is_empty() {
+    let finite = || {
+        values
+            .iter()
+            .filter(|x| x.is_finite())
+            .map(|&x| f64::from(x))
+    };
+    if finite().next().is_none() {
         return vec![f64::NAN; values.len()];
     }
     // On the log scale, the value a zero (or less) counts as.
     let floor = (dir == Direction::LowLog).then(|| {
-        let mut positive: Vec<f64> = finite.iter().copied().filter(|&x| x > 0.0).collect();
+        let mut positive: Vec<f64> = finite().filter(|&x| x > 0.0).collect();
         if positive.is_empty() {
             1e-30
         } else {
@@ -58,20 +59,23 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
         }
     });
     let transform = |x: f64| floor.map_or(x, |floor| -(x.max(floor)).ln());
-    finite.iter_mut().for_each(|x| *x = transform(*x));
-    let med = median(&mut finite);
-    let mut dev: Vec<f64> = finite.iter().map(|x| (x - med).abs()).collect();
-    let sigma = (1.4826 * median(&mut dev)).max(MIN_SIGMA);
-    values
+    // Each value transformed once (a logarithm each, on the log scale).
+    let mut z: Vec<f64> = values
         .iter()
         .map(|&x| {
             if x.is_finite() {
-                (transform(f64::from(x)) - med) / sigma
+                transform(f64::from(x))
             } else {
                 f64::NAN
             }
         })
-        .collect()
+        .collect();
+    let mut sorted: Vec<f64> = z.iter().copied().filter(|x| !x.is_nan()).collect();
+    let med = median(&mut sorted);
+    sorted.iter_mut().for_each(|x| *x = (*x - med).abs());
+    let sigma = (1.4826 * median(&mut sorted)).max(MIN_SIGMA);
+    z.iter_mut().for_each(|x| *x = (*x - med) / sigma);
+    z
 }
 
 /// The mean of each row's finite z-scores over `zs`; NaN when none is.
