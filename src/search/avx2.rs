@@ -181,9 +181,8 @@ fn tile<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
     dots: &mut [f32],
 ) {
     let cols = t.cols;
-    let row_bytes = if KIND == F32 { 4 * cols } else { 2 * cols };
     let whole = cols / STEP * STEP;
-    let rows: [&[u8]; R] = from_fn(|r| &t.bytes[(r0 + r) * row_bytes..(r0 + r + 1) * row_bytes]);
+    let rows: [&[u8]; R] = t.row_tile(r0);
     let qs: [&[f32]; Q] = from_fn(|q| &t.queries[(q0 + q) * cols..(q0 + q + 1) * cols]);
     let high = _mm256_set1_epi32(0xFFFF_0000_u32 as i32);
     let mut acc = [[_mm256_setzero_ps(); Q]; R];

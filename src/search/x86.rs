@@ -183,6 +183,8 @@ pub(super) fn block_avx512(
 pub(super) struct Block<'a> {
     pub bytes: &'a [u8],
     pub cols: usize,
+    /// Stored bytes per row.
+    pub row_bytes: usize,
     pub rows: usize,
     pub queries: &'a [f32],
     pub nq: usize,
@@ -199,13 +201,13 @@ impl<'a> Block<'a> {
         norms: Option<&[f32]>,
         dots: &[f32],
     ) -> Self {
-        let size = if kind == F32 { 4 } else { 2 };
+        let row_bytes = if kind == F32 { 4 } else { 2 } * cols;
         assert!(
-            cols > 0 && bytes.len().is_multiple_of(size * cols),
+            cols > 0 && bytes.len().is_multiple_of(row_bytes),
             "whole rows"
         );
         assert!(queries.len().is_multiple_of(cols), "whole queries");
-        let (rows, nq) = (bytes.len() / (size * cols), queries.len() / cols);
+        let (rows, nq) = (bytes.len() / row_bytes, queries.len() / cols);
         assert_eq!(dots.len(), rows * nq, "dots length");
         if let Some(norms) = norms {
             assert_eq!(norms.len(), rows, "norms length");
@@ -213,10 +215,18 @@ impl<'a> Block<'a> {
         Block {
             bytes,
             cols,
+            row_bytes,
             rows,
             queries,
             nq,
         }
+    }
+
+    /// The stored bytes of rows `r0..r0 + R`.
+    #[inline(always)]
+    pub(super) fn row_tile<const R: usize>(&self, r0: usize) -> [&'a [u8]; R] {
+        let n = self.row_bytes;
+        from_fn(|r| &self.bytes[(r0 + r) * n..(r0 + r + 1) * n])
     }
 }
 
@@ -285,8 +295,7 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
     dots: &mut [f32],
 ) {
     let (cols, nq) = (b.cols, b.nq);
-    let row_bytes = if KIND == F32 { 4 * cols } else { 2 * cols };
-    let rows: [&[u8]; R] = from_fn(|r| &b.bytes[(r0 + r) * row_bytes..(r0 + r + 1) * row_bytes]);
+    let rows: [&[u8]; R] = b.row_tile(r0);
     assert!((q0 + Q) * cols <= b.queries.len());
     let q_ptr: [*const f32; Q] = from_fn(|q| b.queries[(q0 + q) * cols..].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); Q]; R];
