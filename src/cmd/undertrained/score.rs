@@ -70,10 +70,12 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
             }
         })
         .collect();
-    let mut sorted: Vec<f64> = z.iter().copied().filter(|x| !x.is_nan()).collect();
-    let med = median(&mut sorted);
-    sorted.iter_mut().for_each(|x| *x = (*x - med).abs());
-    let sigma = (1.4826 * median(&mut sorted)).max(MIN_SIGMA);
+    // The finite ones, reordered by the medians: first the transformed
+    // values, then their deviations from the median.
+    let mut finite_z: Vec<f64> = z.iter().copied().filter(|x| !x.is_nan()).collect();
+    let med = median(&mut finite_z);
+    finite_z.iter_mut().for_each(|x| *x = (*x - med).abs());
+    let sigma = (1.4826 * median(&mut finite_z)).max(MIN_SIGMA);
     z.iter_mut().for_each(|x| *x = (*x - med) / sigma);
     z
 }
