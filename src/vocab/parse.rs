@@ -170,9 +170,12 @@ fn scanned(bytes: &[u8]) -> Option<RawTokenizer> {
 
 /// The entries of the vocab object `bytes[range]`, read by [`scan::vocab`];
 /// `None` when it is not one it reads or not UTF-8 (checked once for the
-/// whole object rather than token by token).
+/// whole object rather than token by token, by `simdutf8`: byte-level
+/// vocabularies put a two-byte `Ġ` in most tokens, which keeps the
+/// standard library's check off its ASCII fast path, at about a
+/// gigabyte a second; on Llama 3's this saves a tenth of the load).
 fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Vec<Entry>> {
-    let text = std::str::from_utf8(&bytes[range.clone()]).ok()?;
+    let text = simdutf8::basic::from_utf8(&bytes[range.clone()]).ok()?;
     // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
     // are longer): no copies as it grows, the pages beyond never touched.
     let mut entries = Vec::with_capacity(range.len() / 12);
