@@ -18,9 +18,10 @@ use std::sync::OnceLock;
 
 use candle_core::quantized::gguf_file::Value;
 
+use super::entries::Entries;
 use super::gguf_tokenizer::is_llama3;
 use super::readable::TokenStyle;
-use super::{AddedToken, Entry, SpecialDecl, Vocab, parse};
+use super::{AddedToken, SpecialDecl, Vocab, parse};
 use crate::error::{Error, Result};
 
 /// The `source` of the [`SpecialDecl`]s a GGUF declares: the key prefix.
@@ -385,7 +386,7 @@ impl Vocab {
 
 /// The id-ordered entries of a GGUF vocabulary and what their types say.
 struct Table {
-    entries: Vec<Entry>,
+    entries: Entries,
     /// Control and user-defined tokens, stored as plain text.
     added: Vec<AddedToken>,
     /// Control, user-defined and unknown tokens.
@@ -397,7 +398,7 @@ impl Table {
     /// WordPiece form.
     fn new(tokens: Vec<&str>, kinds: &[TokenType], phantom: bool) -> Table {
         let mut table = Table {
-            entries: Vec::with_capacity(tokens.len()),
+            entries: Entries::with_capacity(tokens.len(), tokens.iter().map(|t| t.len()).sum()),
             added: Vec::new(),
             special_ids: HashSet::new(),
         };
@@ -420,7 +421,7 @@ impl Table {
             if added || kind == TokenType::Unknown {
                 table.special_ids.insert(id);
             }
-            table.entries.push(Entry { token, id, added });
+            table.entries.push(&token, id, added);
         }
         table
     }

@@ -28,6 +28,7 @@ use tokenizers::processors::template::TemplateProcessing;
 use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior, Tokenizer};
 
 use super::Vocab;
+use super::entries::Entry;
 use super::gguf::{Recipe, TokenType};
 
 /// GPT-2's split.
@@ -180,17 +181,17 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
 /// Token → id over the entries `keep` selects, resolving a string stored
 /// twice as [`Vocab::id`] does (llama.cpp refuses such files): the last
 /// control or user-defined entry, else the first other one.
-fn vocab_map(vocab: &Vocab, keep: impl Fn(&super::Entry) -> bool) -> bpe::Vocab {
+fn vocab_map(vocab: &Vocab, keep: impl Fn(&Entry) -> bool) -> bpe::Vocab {
     // Collecting keeps the last insert: walk backwards so the first wins.
     let mut map: bpe::Vocab = vocab
         .entries
         .iter()
         .rev()
         .filter(|e| !e.added && keep(e))
-        .map(|e| (e.token.clone(), e.id))
+        .map(|e| (e.token.to_string(), e.id))
         .collect();
     for e in vocab.entries.iter().filter(|e| e.added && keep(e)) {
-        map.insert(e.token.clone(), e.id);
+        map.insert(e.token.to_string(), e.id);
     }
     map
 }
@@ -213,7 +214,7 @@ fn unknown_token(recipe: &Recipe, vocab: &Vocab) -> Option<String> {
 /// joined entry's score (highest first), then its id; control, byte and
 /// unused entries take no part.
 fn score_merges(vocab: &Vocab, scores: &[f32]) -> Vec<(String, String)> {
-    let mergeable = |e: &super::Entry| {
+    let mergeable = |e: &Entry| {
         !matches!(
             vocab.token_type(e.id),
             Some(TokenType::Control | TokenType::Byte | TokenType::Unused)
@@ -222,7 +223,7 @@ fn score_merges(vocab: &Vocab, scores: &[f32]) -> Vec<(String, String)> {
     let pieces = vocab_map(vocab, mergeable);
     let mut merges: Vec<(f32, u32, usize, &str, &str)> = Vec::new();
     for e in vocab.entries.iter().filter(|e| mergeable(e)) {
-        if pieces.get(&e.token) != Some(&e.id) {
+        if pieces.get(e.token) != Some(&e.id) {
             continue;
         }
         for (at, _) in e.token.char_indices().skip(1) {

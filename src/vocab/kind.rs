@@ -44,7 +44,7 @@ struct Text {
 impl Vocab {
     fn text(&self, id: u32) -> Option<Text> {
         let e = self.entry(id)?;
-        let raw = e.token.as_str();
+        let raw = e.token;
         let plain = |bytes: Vec<u8>| Text {
             bytes,
             lone_byte: false,
@@ -94,7 +94,7 @@ impl Vocab {
     pub fn kind(&self, id: u32) -> Option<TokenKind> {
         let text = self.text(id)?;
         Some(
-            if self.is_special(id) || is_placeholder(&self.entry(id)?.token) {
+            if self.is_special(id) || is_placeholder(self.entry(id)?.token) {
                 TokenKind::Special
             } else if text.lone_byte {
                 TokenKind::Byte

@@ -183,19 +183,19 @@ impl Vocab {
         };
         let mut longer: Vec<(usize, u32, &str)> = Vec::new();
         let mut shorter: Vec<(usize, u32, &str)> = Vec::new();
-        for e in &self.entries {
+        for e in self.entries.iter() {
             let stem = match marker {
-                Some(m) => e.token.strip_prefix(m).unwrap_or(&e.token),
-                None => e.token.as_str(),
+                Some(m) => e.token.strip_prefix(m).unwrap_or(e.token),
+                None => e.token,
             };
             if stem.is_empty() {
                 continue;
             }
             let stem_lower = stem.to_lowercase();
             if stem_lower.starts_with(&needle) {
-                longer.push((stem.len(), e.id, &e.token));
+                longer.push((stem.len(), e.id, e.token));
             } else if needle.starts_with(&stem_lower) {
-                shorter.push((usize::MAX - stem.len(), e.id, &e.token));
+                shorter.push((usize::MAX - stem.len(), e.id, e.token));
             }
         }
         longer.sort_unstable();

@@ -9,6 +9,7 @@
 //! forms from `readable`, word resolution and suggestions from `lookup`.
 
 mod cursor;
+mod entries;
 mod gguf;
 mod gguf_tokenizer;
 mod kind;
@@ -27,6 +28,7 @@ use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
+use entries::{Entries, Entry};
 
 pub use gguf::{GGUF_SOURCE, TokenType};
 pub use kind::{TokenKind, is_placeholder};
@@ -88,13 +90,6 @@ pub struct TokenizerSummary {
     pub special: usize,
 }
 
-/// A raw entry: a model-vocab or added token and its id.
-struct Entry {
-    token: String,
-    id: u32,
-    added: bool,
-}
-
 /// The vocabulary of a checkpoint, read from its tokenizer files.
 pub struct Vocab {
     file: PathBuf,
@@ -102,7 +97,7 @@ pub struct Vocab {
     style: TokenStyle,
     lowercase: bool,
     /// Model vocab entries in file order, then added tokens.
-    entries: Vec<Entry>,
+    entries: Entries,
     /// id → index into `entries` (added tokens win), `NO_ENTRY` when unused.
     by_id: Vec<u32>,
     /// token → id (added tokens win, else the first model entry), built on
@@ -172,7 +167,6 @@ impl Vocab {
         let size = max_id.map_or(0, |m| m as usize + 1);
 
         let mut entries = vocab;
-        entries.reserve_exact(raw_added.len());
         let mut by_id = vec![NO_ENTRY; size];
         for (index, e) in entries.iter().enumerate() {
             if by_id[e.id as usize] == NO_ENTRY {
@@ -184,11 +178,7 @@ impl Vocab {
         let mut decls_tok = Vec::new();
         for a in raw_added {
             by_id[a.id as usize] = entries.len() as u32;
-            entries.push(Entry {
-                token: a.content.clone(),
-                id: a.id,
-                added: true,
-            });
+            entries.push(&a.content, a.id, true);
             if a.special {
                 special_ids.insert(a.id);
                 decls_tok.push(SpecialDecl {
@@ -270,7 +260,7 @@ impl Vocab {
         self.by_id.len()
     }
 
-    fn entry(&self, id: u32) -> Option<&Entry> {
+    fn entry(&self, id: u32) -> Option<Entry<'_>> {
         let index = *self.by_id.get(id as usize)?;
         self.entries.get(index as usize)
     }
@@ -278,7 +268,7 @@ impl Vocab {
     /// The raw string of `id` as stored (an added token wins over a model
     /// vocab entry with the same id).
     pub fn token(&self, id: u32) -> Option<&str> {
-        self.entry(id).map(|e| e.token.as_str())
+        self.entry(id).map(|e| e.token)
     }
 
     /// The model vocab entries (not the added tokens) and their ids, in
@@ -287,7 +277,7 @@ impl Vocab {
         self.entries
             .iter()
             .filter(|e| !e.added)
-            .map(|e| (e.token.as_str(), e.id))
+            .map(|e| (e.token, e.id))
     }
 
     /// The human form of `id` on one line: byte-level chars turned back to
@@ -298,7 +288,7 @@ impl Vocab {
     pub fn readable(&self, id: u32) -> Option<String> {
         let e = self.entry(id)?;
         if let (TokenStyle::Metaspace { .. }, false, Some(b)) =
-            (&self.style, e.added, readable::byte_fallback(&e.token))
+            (&self.style, e.added, readable::byte_fallback(e.token))
             && b.is_ascii()
         {
             // Another entry printing as the char: a model entry stored as
@@ -306,10 +296,10 @@ impl Vocab {
             let text = char::from(b).to_string();
             let raw = readable::to_raw(&text, &self.style);
             if self.id(&raw).or_else(|| self.id(&text)).is_some() {
-                return Some(e.token.clone());
+                return Some(e.token.to_string());
             }
         }
-        Some(readable::readable(&e.token, &self.style, e.added))
+        Some(readable::readable(e.token, &self.style, e.added))
     }
 
     /// The id of an exact raw entry (model vocab or added token).
@@ -339,11 +329,11 @@ impl Vocab {
                     self.entries.len(),
                     foldhash::fast::RandomState::default(),
                 );
-                for e in &self.entries {
+                for e in self.entries.iter() {
                     if e.added {
-                        map.insert(e.token.clone(), e.id);
+                        map.insert(e.token.to_string(), e.id);
                     } else {
-                        map.entry(e.token.clone()).or_insert(e.id);
+                        map.entry(e.token.to_string()).or_insert(e.id);
                     }
                 }
                 map
@@ -424,31 +414,22 @@ impl Vocab {
     pub fn duplicates(&self) -> Vec<Duplicate> {
         // An id is duplicated when some entry's string differs from the one
         // it resolves to.
-        let resolved = |id: u32| &self.entries[self.by_id[id as usize] as usize].token;
         let mut dup_id = vec![false; self.by_id.len()];
-        for e in &self.entries {
-            if e.token != *resolved(e.id) {
+        for (index, e) in self.entries.iter().enumerate() {
+            let at = self.by_id[e.id as usize] as usize;
+            if at != index && self.entries.get(at).is_some_and(|r| r.token != e.token) {
                 dup_id[e.id as usize] = true;
             }
         }
         let mut by_id: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
         for e in self.entries.iter().filter(|e| dup_id[e.id as usize]) {
             let tokens = by_id.entry(e.id).or_default();
-            if !tokens.contains(&e.token) {
-                tokens.push(e.token.clone());
+            if !tokens.iter().any(|t| t == e.token) {
+                tokens.push(e.token.to_string());
             }
         }
-        // A string is duplicated when an entry's id differs from the first
-        // id seen for it.
-        let mut first: foldhash::HashMap<&str, u32> =
-            foldhash::HashMap::with_capacity_and_hasher(self.entries.len(), Default::default());
-        let mut pairs: Vec<(&str, u32)> = Vec::new();
-        for e in &self.entries {
-            let seen = *first.entry(&e.token).or_insert(e.id);
-            if seen != e.id {
-                pairs.extend([(e.token.as_str(), seen), (e.token.as_str(), e.id)]);
-            }
-        }
+        // A string is duplicated when its entries have different ids.
+        let mut pairs = self.maybe_shared();
         pairs.sort_unstable();
         pairs.dedup();
         let mut out: Vec<Duplicate> = by_id
@@ -458,12 +439,44 @@ impl Vocab {
         out.extend(
             pairs
                 .chunk_by(|a, b| a.0 == b.0)
+                .filter(|run| run.len() > 1)
                 .map(|run| Duplicate::Token {
                     token: run[0].0.to_string(),
                     ids: run.iter().map(|&(_, id)| id).collect(),
                 }),
         );
         out
+    }
+
+    /// `(token, id)` of every entry whose string another entry may have
+    /// too: all that do, and about one in eight of the rest. Each string
+    /// is hashed into a table of at least 8 bits per entry that marks the
+    /// places hit once and those hit again, so that the exact comparison
+    /// (a sort) is left to few entries. A table that small stays in cache,
+    /// where a map of every string would not: in `check`, this runs beside
+    /// the streaming pass over the matrices.
+    fn maybe_shared(&self) -> Vec<(&str, u32)> {
+        use std::hash::BuildHasher;
+        let bits = (self.entries.len().max(64) * 8).next_power_of_two();
+        let place = |token: &str| {
+            let h = foldhash::fast::FixedState::with_seed(0x5eed).hash_one(token);
+            (h % bits as u64) as usize
+        };
+        let (mut once, mut again) = (vec![0u64; bits / 64], vec![0u64; bits / 64]);
+        for e in self.entries.iter() {
+            let at = place(e.token);
+            let (word, bit) = (at / 64, 1u64 << (at % 64));
+            again[word] |= once[word] & bit;
+            once[word] |= bit;
+        }
+        self.entries
+            .iter()
+            .filter(|e| {
+                let at = place(e.token);
+                again[at / 64] & (1u64 << (at % 64)) != 0
+            })
+            .map(|e| (e.token, e.id))
+            .collect()
     }
 }
 

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::Entry;
+use super::entries::Entries;
 use super::readable::TokenStyle;
 use super::scan;
 use crate::error::{Error, Result};
@@ -69,7 +69,7 @@ pub(crate) struct RawModel {
 /// array of `[token, score]` whose index is the id (Unigram), read straight
 /// into the vocabulary's entries without an intermediate `Value`.
 pub(crate) struct RawVocab {
-    pub entries: Vec<Entry>,
+    pub entries: Entries,
     pub is_list: bool,
 }
 
@@ -89,10 +89,9 @@ impl<'de> Visitor<'de> for VocabVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<RawVocab, A::Error> {
-        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 20));
+        let mut entries = Entries::default();
         while let Some((token, id)) = map.next_entry::<String, u32>()? {
-            let added = false;
-            entries.push(Entry { token, id, added });
+            entries.push(&token, id, false);
         }
         Ok(RawVocab {
             entries,
@@ -101,12 +100,11 @@ impl<'de> Visitor<'de> for VocabVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<RawVocab, A::Error> {
-        let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+        let mut entries = Entries::default();
         while let Some((token, _score)) = seq.next_element::<(String, f64)>()? {
             let id = u32::try_from(entries.len())
                 .map_err(|_| serde::de::Error::custom("more than 2^32 vocab entries"))?;
-            let added = false;
-            entries.push(Entry { token, id, added });
+            entries.push(&token, id, false);
         }
         Ok(RawVocab {
             entries,
@@ -174,30 +172,26 @@ fn scanned(bytes: &[u8]) -> Option<RawTokenizer> {
 /// vocabularies put a two-byte `Ġ` in most tokens, which keeps the
 /// standard library's check off its ASCII fast path, at about a
 /// gigabyte a second; on Llama 3's this saves a tenth of the load).
-fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Vec<Entry>> {
+fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Entries> {
     let text = simdutf8::basic::from_utf8(&bytes[range.clone()]).ok()?;
     // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
-    // are longer): no copies as it grows, the pages beyond never touched.
-    let mut entries = Vec::with_capacity(range.len() / 12);
+    // are longer) and strings no longer than the object: no copies as it
+    // grows, the pages beyond never touched.
+    let mut entries = Entries::with_capacity(range.len() / 12, range.len());
     let mut ok = true;
     scan::vocab(bytes, range.start, |token, id| {
-        let token = if token.escaped {
-            token
-                .text()
-                .and_then(|t| String::from_utf8(t.into_owned()).ok())
+        if token.escaped {
+            match token.text().map(|t| String::from_utf8(t.into_owned())) {
+                Some(Ok(token)) => entries.push(&token, id, false),
+                _ => ok = false,
+            }
         } else {
             // Within the checked text; quotes are char boundaries.
             let r = token.range_in(bytes);
-            text.get(r.start + 1 - range.start..r.end - 1 - range.start)
-                .map(str::to_owned)
-        };
-        match token {
-            Some(token) => entries.push(Entry {
-                token,
-                id,
-                added: false,
-            }),
-            None => ok = false,
+            match text.get(r.start + 1 - range.start..r.end - 1 - range.start) {
+                Some(token) => entries.push(token, id, false),
+                None => ok = false,
+            }
         }
     })?;
     ok.then_some(entries)
@@ -328,11 +322,7 @@ mod tests {
             .map(|a| (a.id, &a.content, a.special))
             .collect();
         let vocab = raw.model.vocab.as_ref().map(|v| {
-            let entries: Vec<_> = v
-                .entries
-                .iter()
-                .map(|e| (&e.token, e.id, e.added))
-                .collect();
+            let entries: Vec<_> = v.entries.iter().map(|e| (e.token, e.id, e.added)).collect();
             (entries, v.is_list)
         });
         format!(

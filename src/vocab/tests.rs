@@ -513,6 +513,43 @@ fn duplicates_across_vocab_and_added() {
 }
 
 #[test]
+fn duplicates_among_thousands_of_entries_are_exactly_the_shared_strings() {
+    // Enough entries that the filter passes on strings no other entry has
+    // (about one in eight): they must not be reported.
+    let n = 5000;
+    let mut vocab: Vec<String> = (0..n).map(|i| format!("\"t{i}\": {i}")).collect();
+    vocab.push(format!("\"t42\": {n}"));
+    let text = format!(
+        r#"{{"added_tokens": [{{"id": 17, "content": "t17", "special": false}},
+            {{"id": {m}, "content": "t99", "special": true}}],
+           "model": {{"type": "WordLevel", "vocab": {{{}}}, "unk_token": "t0"}}}}"#,
+        vocab.join(", "),
+        m = n + 1
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "tokenizer.json", &text);
+    let v = load(dir.path());
+    let candidates = v.maybe_shared().len();
+    assert!(
+        candidates > 100,
+        "{candidates} candidates: the filter was not exercised"
+    );
+    assert_eq!(
+        v.duplicates(),
+        vec![
+            Duplicate::Token {
+                token: "t42".into(),
+                ids: vec![42, n],
+            },
+            Duplicate::Token {
+                token: "t99".into(),
+                ids: vec![99, n + 1],
+            },
+        ]
+    );
+}
+
+#[test]
 fn fixture_writers_are_deterministic() {
     let (a, b) = (byte_level_dir(), byte_level_dir());
     let read = |d: &Path| std::fs::read(d.join("tokenizer.json")).unwrap();
