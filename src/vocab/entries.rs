@@ -51,20 +51,24 @@ impl Entries {
     }
 
     /// The number of entries.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.slots.len()
     }
 
     /// The entry at `index` (in push order).
+    #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<Entry<'_>> {
         self.slots.get(index).map(|s| self.entry(s))
     }
 
     /// Every entry, in push order.
+    #[inline]
     pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = Entry<'_>> + Clone {
         self.slots.iter().map(|s| self.entry(s))
     }
 
+    #[inline]
     fn entry(&self, s: &Slot) -> Entry<'_> {
         Entry {
             // Slots only ever cover whole pushed strings.

@@ -265,10 +265,34 @@ impl Vocab {
         self.entries.get(index as usize)
     }
 
+    /// Whether the tokenizer has an entry for `id` (a token reaches its
+    /// row): [`Vocab::token`] is `Some`.
+    pub fn has_token(&self, id: u32) -> bool {
+        self.by_id.get(id as usize).is_some_and(|&i| i != NO_ENTRY)
+    }
+
     /// The raw string of `id` as stored (an added token wins over a model
     /// vocab entry with the same id).
     pub fn token(&self, id: u32) -> Option<&str> {
         self.entry(id).map(|e| e.token)
+    }
+
+    /// The ids, ascending, whose token (as [`Vocab::token`] gives it)
+    /// `keep(id, token)` accepts. Walks the entries as stored rather than
+    /// id by id: a file may list its vocab in any order (by string, say),
+    /// and this reads the token strings in the order they lie in memory.
+    pub fn ids_where(&self, keep: impl Fn(u32, &str) -> bool) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|&(index, e)| {
+                self.by_id[e.id as usize] as usize == index && keep(e.id, e.token)
+            })
+            .map(|(_, e)| e.id)
+            .collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// The model vocab entries (not the added tokens) and their ids, in

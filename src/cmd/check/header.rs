@@ -123,7 +123,7 @@ fn sizes(s: &Subject, out: &mut Vec<Finding>) {
         if used > rows {
             let beyond: Vec<u32> = (rows..used)
                 .filter_map(|id| u32::try_from(id).ok())
-                .filter(|&id| vocab.token(id).is_some())
+                .filter(|&id| vocab.has_token(id))
                 .collect();
             out.push(Finding::new(
                 Severity::Error,

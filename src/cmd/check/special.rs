@@ -62,7 +62,7 @@ pub(crate) fn findings(s: &Subject) -> Vec<Finding> {
             Some(id) => {
                 let known = s
                     .vocab
-                    .is_none_or(|v| u32::try_from(id).is_ok_and(|id| v.token(id).is_some()));
+                    .is_none_or(|v| u32::try_from(id).is_ok_and(|id| v.has_token(id)));
                 if !known {
                     missing.push(r);
                 }

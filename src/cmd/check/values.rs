@@ -147,7 +147,7 @@ fn pad_ids(s: &Subject) -> Vec<u32> {
 }
 
 fn reachable(vocab: Option<&Vocab>, id: u32) -> bool {
-    vocab.is_none_or(|v| v.token(id).is_some())
+    vocab.is_none_or(|v| v.has_token(id))
 }
 
 /// The findings of one matrix, and what its unreachable rows hold.
@@ -395,14 +395,11 @@ fn norm_findings(
 /// them out of its reference set), and GGUF tokens of type `unused`,
 /// ascending.
 pub(crate) fn placeholders(vocab: &Vocab) -> Vec<u32> {
-    (0..vocab.size() as u32)
-        .filter(|&id| {
-            vocab.is_unused(id)
-                || vocab.token(id).is_some_and(|token| {
-                    crate::vocab::is_placeholder(token) || token.starts_with("<extra_id_")
-                })
-        })
-        .collect()
+    vocab.ids_where(|id, token| {
+        vocab.is_unused(id)
+            || crate::vocab::is_placeholder(token)
+            || token.starts_with("<extra_id_")
+    })
 }
 
 #[cfg(test)]

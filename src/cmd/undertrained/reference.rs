@@ -97,21 +97,18 @@ pub(crate) fn resolve(
             let Some(v) = vocab else {
                 return Ok(Reference::default());
             };
-            let mut r = Reference::default();
-            for id in 0..rows as u32 {
-                match v.token(id) {
-                    None => {
-                        r.unreachable += 1;
-                        r.ids.push(id);
-                    }
-                    Some(t) if is_placeholder(t) || v.is_unused(id) => {
-                        r.placeholders += 1;
-                        r.ids.push(id);
-                    }
-                    Some(_) => {}
-                }
-            }
-            Ok(r)
+            let rows = rows as u32;
+            let placeholders =
+                v.ids_where(|id, t| id < rows && (is_placeholder(t) || v.is_unused(id)));
+            let unreachable: Vec<u32> = (0..rows).filter(|&id| !v.has_token(id)).collect();
+            // Two disjoint ascending lists (placeholders have a token).
+            let mut ids = [placeholders.as_slice(), &unreachable].concat();
+            ids.sort_unstable();
+            Ok(Reference {
+                ids,
+                placeholders: placeholders.len(),
+                unreachable: unreachable.len(),
+            })
         }
     }
 }
