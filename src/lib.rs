@@ -17,6 +17,7 @@ pub mod error;
 pub mod matrix;
 pub mod progress;
 pub mod render;
+mod repeats;
 pub mod roles;
 pub mod search;
 pub mod usage;

@@ -28,6 +28,7 @@ use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
+use crate::repeats::Repeats;
 use entries::{Entries, Entry};
 
 pub use gguf::{GGUF_SOURCE, TokenType};
@@ -473,32 +474,18 @@ impl Vocab {
     }
 
     /// `(token, id)` of every entry whose string another entry may have
-    /// too: all that do, and about one in eight of the rest. Each string
-    /// is hashed into a table of at least 8 bits per entry that marks the
-    /// places hit once and those hit again, so that the exact comparison
-    /// (a sort) is left to few entries. A table that small stays in cache,
-    /// where a map of every string would not: in `check`, this runs beside
-    /// the streaming pass over the matrices.
+    /// too (see [`Repeats`]): all that do, and about one in eight of the
+    /// rest, so that the exact comparison (a sort) is left to few entries.
     fn maybe_shared(&self) -> Vec<(&str, u32)> {
         use std::hash::BuildHasher;
-        let bits = (self.entries.len().max(64) * 8).next_power_of_two();
-        let place = |token: &str| {
-            let h = foldhash::fast::FixedState::with_seed(0x5eed).hash_one(token);
-            (h % bits as u64) as usize
-        };
-        let (mut once, mut again) = (vec![0u64; bits / 64], vec![0u64; bits / 64]);
+        let hash = |token: &str| foldhash::fast::FixedState::with_seed(0x5eed).hash_one(token);
+        let mut repeats = Repeats::new(self.entries.len());
         for e in self.entries.iter() {
-            let at = place(e.token);
-            let (word, bit) = (at / 64, 1u64 << (at % 64));
-            again[word] |= once[word] & bit;
-            once[word] |= bit;
+            repeats.mark(hash(e.token));
         }
         self.entries
             .iter()
-            .filter(|e| {
-                let at = place(e.token);
-                again[at / 64] & (1u64 << (at % 64)) != 0
-            })
+            .filter(|e| repeats.hit_again(hash(e.token)))
             .map(|e| (e.token, e.id))
             .collect()
     }

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use super::pass::Stats;
 use super::{Finding, MAX_LISTED, Severity, cut, id_list, ids_phrase};
 use crate::matrix::Matrix;
+use crate::repeats::Repeats;
 use crate::vocab::Vocab;
 
 /// Groups of byte-identical rows among the `live` ones `(id, norm)`, as a
@@ -62,26 +63,23 @@ pub(super) fn duplicates(
     ));
 }
 
-/// The `(key, id)` pairs whose key another pair has too, sorted by key,
-/// then id: one look-up per pair in a table seeded at random (so crafted
-/// keys cannot make it slow), then a sort of the few that share keys
-/// (`O(n log n)` if crafted rows all share one key).
-fn sharing_keys(pairs: impl ExactSizeIterator<Item = (u64, u32)>) -> Vec<(u64, u32)> {
-    let mut first: foldhash::HashMap<u64, (u32, bool)> =
-        foldhash::HashMap::with_capacity_and_hasher(pairs.len(), Default::default());
-    let mut shared = Vec::new();
-    for (key, id) in pairs {
-        let seen = first.entry(key).or_insert((id, false));
-        if seen.0 != id {
-            if !seen.1 {
-                // The first pair with this key, once.
-                shared.push((key, seen.0));
-                seen.1 = true;
-            }
-            shared.push((key, id));
-        }
+/// The `(key, id)` pairs (ids distinct) whose key another pair has too,
+/// sorted by key, then id: the few pairs [`Repeats`] lets through are
+/// sorted and compared (`O(n log n)` if crafted rows all share one key).
+fn sharing_keys(pairs: impl ExactSizeIterator<Item = (u64, u32)> + Clone) -> Vec<(u64, u32)> {
+    let mut repeats = Repeats::new(pairs.len());
+    for (key, _) in pairs.clone() {
+        repeats.mark(key);
     }
-    shared.sort_unstable();
+    let mut maybe: Vec<(u64, u32)> = pairs.filter(|&(key, _)| repeats.hit_again(key)).collect();
+    maybe.sort_unstable();
+    let mut shared = Vec::new();
+    for run in maybe
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run.len() > 1)
+    {
+        shared.extend_from_slice(run);
+    }
     shared
 }
 
