@@ -108,11 +108,21 @@ fn print_notes(cli: &Cli, notes: &[String]) {
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
+    load_vocab_with(ckpt, Vocab::load)
+}
+
+/// The vocabulary, loaded from tokenizer.json by `load` ([`Vocab::load`],
+/// or [`Vocab::load_keeping_merges`] for `undertrained`'s reachability
+/// test), or from a GGUF file's metadata.
+fn load_vocab_with(
+    ckpt: &Checkpoint,
+    load: fn(&std::path::Path, Option<&serde_json::Value>) -> embscope::Result<Option<Vocab>>,
+) -> Result<Option<Vocab>, Stop> {
     if let (WeightFormat::Gguf, Some(metadata)) = (ckpt.format, ckpt.gguf_metadata()) {
         // A GGUF file carries its vocabulary in its metadata.
         return Ok(Vocab::from_gguf(&ckpt.shards[0].path, metadata)?);
     }
-    Ok(Vocab::load(
+    Ok(load(
         &ckpt.sources.dir,
         ckpt.config.as_ref().map(|c| &c.raw),
     )?)
@@ -278,7 +288,8 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
     };
     let (ckpt, roles) = open(&args.model, cli)?;
     // The tokenizer loads while the first reads of the matrices run.
-    let report = undertrained::run_loading(&ckpt, &roles, || load_vocab(&ckpt), &req)?;
+    let load = || load_vocab_with(&ckpt, Vocab::load_keeping_merges);
+    let report = undertrained::run_loading(&ckpt, &roles, load, &req)?;
     print_notes(cli, &report.notes);
     if cli.global.verbose && !cli.global.quiet {
         for s in &report.stages {

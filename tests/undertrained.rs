@@ -309,7 +309,6 @@ fn verbose_names_each_stage_with_its_time() {
         "head pass",
         "scores",
         "reachability",
-        "tokenizer parse",
         "release pages",
     ] {
         assert!(stages.contains(&want), "no stage {want:?} in {err}");

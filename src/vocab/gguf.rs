@@ -367,6 +367,7 @@ impl Vocab {
             config_added: Vec::new(),
             kinds,
             gguf: Some(Box::new(recipe)),
+            source: None,
             tokenizer: OnceLock::new(),
         }))
     }

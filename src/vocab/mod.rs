@@ -14,7 +14,7 @@ mod gguf;
 mod gguf_tokenizer;
 mod kind;
 mod lookup;
-mod parse;
+pub(crate) mod parse;
 mod readable;
 pub(crate) mod scan;
 mod special;
@@ -115,6 +115,8 @@ pub struct Vocab {
     kinds: Vec<TokenType>,
     /// How to build the tokenizer of a GGUF vocabulary.
     gguf: Option<Box<gguf::Recipe>>,
+    /// tokenizer.json kept with its merges' places, when asked for.
+    source: Option<Box<parse::Source>>,
     /// The built tokenizer, or the message saying why it cannot be built.
     tokenizer: OnceLock<std::result::Result<Tokenizer, String>>,
 }
@@ -137,6 +139,24 @@ impl Vocab {
     /// its special ids (also under `text_config`). The other tokenizer files
     /// are optional; a malformed one is an error naming it.
     pub fn load(dir: &Path, config: Option<&serde_json::Value>) -> Result<Option<Vocab>> {
+        Vocab::load_from(dir, config, false)
+    }
+
+    /// [`Vocab::load`], keeping tokenizer.json mapped with the places of
+    /// its merges (see [`Vocab::merges_source`]) when the fast scan read
+    /// it: for a second look at the merges without scanning them again.
+    pub fn load_keeping_merges(
+        dir: &Path,
+        config: Option<&serde_json::Value>,
+    ) -> Result<Option<Vocab>> {
+        Vocab::load_from(dir, config, true)
+    }
+
+    fn load_from(
+        dir: &Path,
+        config: Option<&serde_json::Value>,
+        keep_merges: bool,
+    ) -> Result<Option<Vocab>> {
         let file = dir.join("tokenizer.json");
         match std::fs::metadata(&file) {
             Ok(meta) if meta.is_file() => {}
@@ -144,7 +164,7 @@ impl Vocab {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(Error::io(&file, err)),
         }
-        let raw = parse::read(&file)?;
+        let (raw, source) = parse::read(&file, keep_merges)?;
         let model = parse::model_name(&raw.model);
         let style = parse::detect_style(&raw, &model);
         let lowercase = parse::lowercases(&raw);
@@ -225,6 +245,7 @@ impl Vocab {
             config_added,
             kinds: Vec::new(),
             gguf: None,
+            source: source.map(Box::new),
             tokenizer: OnceLock::new(),
         };
         let declared: Vec<u32> = vocab
@@ -243,6 +264,13 @@ impl Vocab {
     /// The tokenizer.json (or GGUF file) this vocabulary was read from.
     pub fn file(&self) -> &Path {
         &self.file
+    }
+
+    /// tokenizer.json's bytes, where its vocab and merges lie and the
+    /// places of the merges' strings, when loaded by
+    /// [`Vocab::load_keeping_merges`] and read by the fast scan.
+    pub(crate) fn merges_source(&self) -> Option<&parse::Source> {
+        self.source.as_deref()
     }
 
     /// The tokenizer model: `BPE`, `WordPiece`, `Unigram` or `WordLevel`.

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::entries::Entries;
 use super::readable::TokenStyle;
-use super::scan;
+use super::scan::{self, MergePlaces};
 use crate::error::{Error, Result};
 
 /// tokenizer.json files larger than this are refused (Llama 3's is 9 MB,
@@ -113,8 +113,33 @@ impl<'de> Visitor<'de> for VocabVisitor {
     }
 }
 
-/// Reads and parses `path` (a tokenizer.json).
-pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
+/// A tokenizer.json kept for a second look after the load: its mapped
+/// bytes, where `model.vocab` (an object) and `model.merges` lie, and the
+/// places of the merges' strings.
+pub(crate) struct Source {
+    pub bytes: memmap2::Mmap,
+    pub vocab: Range<usize>,
+    pub merges: Range<usize>,
+    pub places: MergePlaces,
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Source")
+            .field("bytes", &self.bytes.len())
+            .field("merges", &self.places.strings.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the scan found `model.vocab` and `model.merges`, and the merges'
+/// places: what a [`Source`] keeps besides the bytes.
+type Found = (Range<usize>, Range<usize>, MergePlaces);
+
+/// Reads and parses `path` (a tokenizer.json); with `keep`, also keeps it
+/// as a [`Source`] when the scan read it (an object vocab and merges),
+/// for a second look without a second scan.
+pub(crate) fn read(path: &Path, keep: bool) -> Result<(RawTokenizer, Option<Source>)> {
     let meta = std::fs::metadata(path).map_err(|err| Error::io(path, err))?;
     if meta.len() > MAX_TOKENIZER_BYTES {
         return Err(Error::bad_file(
@@ -131,26 +156,40 @@ pub(crate) fn read(path: &Path) -> Result<RawTokenizer> {
     // the accepted contract of memory-mapped loaders. Mapping instead of
     // reading saves copying the file and a quarter of the load time.
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
-    from_bytes(&bytes)
-        .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))
+    let (raw, found) = from_bytes(&bytes, keep)
+        .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))?;
+    let source = found.map(|(vocab, merges, places)| Source {
+        bytes,
+        vocab,
+        merges,
+        places,
+    });
+    Ok((raw, source))
 }
 
-/// Parses the bytes of a tokenizer.json: as serde alone would, faster.
-fn from_bytes(bytes: &[u8]) -> serde_json::Result<RawTokenizer> {
-    match scanned(bytes) {
-        Some(raw) => Ok(raw),
-        None => serde_json::from_slice(bytes),
+/// Parses the bytes of a tokenizer.json: as serde alone would, faster;
+/// with `keep`, also says what the scan found, when it read the file.
+fn from_bytes(bytes: &[u8], keep: bool) -> serde_json::Result<(RawTokenizer, Option<Found>)> {
+    match scanned(bytes, keep) {
+        Some(parsed) => Ok(parsed),
+        None => Ok((serde_json::from_slice(bytes)?, None)),
     }
 }
 
-/// The parse of `bytes` with the merges checked and the vocab object read
-/// by the hand-written scan, the rest parsed by serde without them; `None`
-/// on anything unexpected (or an error), or with nothing cut out: serde
-/// then parses the whole file (and says what is wrong).
-fn scanned(bytes: &[u8]) -> Option<RawTokenizer> {
-    let layout = scan::locate(bytes, |_| {})?;
-    let mut cut: Vec<_> = layout.merges.into_iter().collect();
-    let entries = layout.vocab.and_then(|v| {
+/// The parse of `bytes` with the merges checked (their places recorded
+/// when `keep`) and the vocab object read by the hand-written scan, the
+/// rest parsed by serde without them; `None` on anything unexpected (or
+/// an error), or with nothing cut out: serde then parses the whole file
+/// (and says what is wrong).
+fn scanned(bytes: &[u8], keep: bool) -> Option<(RawTokenizer, Option<Found>)> {
+    let mut places = keep.then(MergePlaces::default);
+    let layout = scan::locate(bytes, |merge| {
+        if let Some(p) = &mut places {
+            p.record(bytes, merge);
+        }
+    })?;
+    let mut cut: Vec<_> = layout.merges.clone().into_iter().collect();
+    let entries = layout.vocab.clone().and_then(|v| {
         let entries = vocab_entries(bytes, v.clone())?;
         cut.push(v);
         Some(entries)
@@ -159,11 +198,20 @@ fn scanned(bytes: &[u8]) -> Option<RawTokenizer> {
         return None;
     }
     let mut raw: RawTokenizer = serde_json::from_slice(&scan::splice(bytes, &mut cut)).ok()?;
+    let read_vocab = layout.vocab.filter(|_| entries.is_some());
     if let Some(entries) = entries {
         let is_list = false;
         raw.model.vocab = Some(RawVocab { entries, is_list });
     }
-    Some(raw)
+    let found = match (
+        read_vocab,
+        layout.merges,
+        places.and_then(MergePlaces::complete),
+    ) {
+        (Some(vocab), Some(merges), Some(places)) => Some((vocab, merges, places)),
+        _ => None,
+    };
+    Some((raw, found))
 }
 
 /// The entries of the vocab object `bytes[range]`, read by [`scan::vocab`];
@@ -355,7 +403,7 @@ mod tests {
             state ^= state << 17;
             (state % n as u64) as usize
         };
-        let (mut accepted, mut by_scan) = (0, 0);
+        let (mut accepted, mut by_scan, mut kept_places) = (0, 0, 0);
         for dir in files {
             let original = std::fs::read(root.join(dir).join("tokenizer.json")).unwrap();
             for round in 0..600 {
@@ -366,13 +414,17 @@ mod tests {
                     let at = next(b.len());
                     b[at] = swaps[next(swaps.len())];
                 }
-                let fast = from_bytes(&b);
+                let fast = from_bytes(&b, false).map(|(raw, _)| raw);
                 let slow = serde_json::from_slice::<RawTokenizer>(&b);
                 match (&fast, &slow) {
                     (Ok(f), Ok(s)) => {
                         assert_eq!(summary(f), summary(s), "{dir} round {round}");
                         accepted += 1;
-                        by_scan += usize::from(scanned(&b).is_some());
+                        by_scan += usize::from(scanned(&b, false).is_some());
+                        // Keeping the merges' places changes nothing read.
+                        let (kept, found) = from_bytes(&b, true).unwrap();
+                        assert_eq!(summary(&kept), summary(s), "{dir} round {round}");
+                        kept_places += usize::from(found.is_some());
                     }
                     (Err(f), Err(s)) => assert_eq!(f.to_string(), s.to_string()),
                     _ => panic!(
@@ -387,5 +439,9 @@ mod tests {
         // the scan: both paths ran.
         assert!(accepted > 300, "{accepted} accepted");
         assert!(by_scan > 300, "{by_scan} of {accepted} read by the scan");
+        assert!(
+            kept_places > 200,
+            "{kept_places} of {accepted} kept their merges' places"
+        );
     }
 }

@@ -129,6 +129,57 @@ impl<'a> Part<'a> {
     }
 }
 
+/// Where each merge's strings lie in a tokenizer.json, recorded while
+/// [`merges`] checks them, so that a later reader can filter the merges
+/// without scanning them again (`undertrained`'s reachability test): per
+/// string its place, quotes included, in two `u32` (files of 2 GiB or
+/// more are not recorded), the end marked [`MergePlaces::ESCAPED`] for a
+/// string with escapes.
+#[derive(Debug, Default)]
+pub(crate) struct MergePlaces {
+    /// Two places a merge when `pairs`, else one (`"a b"`).
+    pub strings: Vec<[u32; 2]>,
+    /// Whether the merges are pairs of strings (the last one recorded was).
+    pub pairs: bool,
+    /// A place did not fit in `u32`.
+    overflow: bool,
+}
+
+impl MergePlaces {
+    /// Marks the end of a string with escapes.
+    pub(crate) const ESCAPED: u32 = 1 << 31;
+
+    /// Records the places of `merge`'s strings in `file`.
+    pub(crate) fn record(&mut self, file: &[u8], merge: Merge) {
+        let mut at = |part: Part| {
+            let r = part.range_in(file);
+            match (u32::try_from(r.start), u32::try_from(r.end)) {
+                (Ok(start), Ok(end)) if end < Self::ESCAPED => {
+                    let mark = if part.escaped() { Self::ESCAPED } else { 0 };
+                    self.strings.push([start, end | mark]);
+                }
+                _ => self.overflow = true,
+            }
+        };
+        match merge {
+            Merge::Pair(a, b) => {
+                at(a);
+                at(b);
+                self.pairs = true;
+            }
+            Merge::Joined(s) => {
+                at(s);
+                self.pairs = false;
+            }
+        }
+    }
+
+    /// The places, unless one did not fit.
+    pub(crate) fn complete(self) -> Option<MergePlaces> {
+        (!self.overflow).then_some(self)
+    }
+}
+
 impl<'a> Merge<'a> {
     /// The merge's two parts, as the tokenizers crate reads them: a joined
     /// merge splits at its one space (`None` with none or several; `None`

@@ -226,7 +226,7 @@ pub fn run_loading<E: From<Error> + Send>(
     }
     let first = embed.or(head).expect("one matrix is chosen");
     let rows = first.rows();
-    let (held, source) = (OnceLock::new(), OnceLock::new());
+    let held = OnceLock::new();
     let matrices = Matrices {
         head: head.as_ref(),
         embed: embed.as_ref(),
@@ -237,12 +237,11 @@ pub fn run_loading<E: From<Error> + Send>(
     let plan::Measured {
         ind,
         reference,
-        parsed,
         passes,
         component_rows,
         component_iterations,
         component_within_noise,
-    } = plan::measure(&matrices, req, load, &held, &source, &clock)?;
+    } = plan::measure(&matrices, req, load, &held, &clock)?;
     let read: Vec<_> = [embed.and(embed_t), head.and(head_t)]
         .into_iter()
         .flatten()
@@ -267,9 +266,7 @@ pub fn run_loading<E: From<Error> + Send>(
     let reachable = std::thread::scope(|s| {
         s.spawn(|| clock.time("release pages", || ckpt.release(&read)));
         match vocab.filter(|_| req.reachability) {
-            Some(v) => clock.time("reachability", || {
-                reach::reachable(v, &ranked.order, parsed.as_ref())
-            }),
+            Some(v) => clock.time("reachability", || reach::reachable(v, &ranked.order)),
             None => Vec::new(),
         }
     });

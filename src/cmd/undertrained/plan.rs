@@ -9,19 +9,20 @@
 //! blocks it read before that are read again for `r·m` alone (see
 //! `pass::catch_up`). Starting the pass together with the sample instead
 //! measured slower: the pass then met the mean later, and re-reading its
-//! first half cost more than the overlap gained. The reachability test's
-//! tokenizer file is parsed on a thread of its own meanwhile. The head's
+//! first half cost more than the overlap gained. When the reachability
+//! test cannot cut the tokenizer down (see `reach`), the full tokenizer is
+//! built on a thread of its own meanwhile. The head's
 //! pass, which needs both the component and the reference mean, comes
 //! last. Each matrix is streamed once (`passes` counts these); the sample
 //! and the catch-up add a fraction of a read each.
 
 use std::sync::{Mutex, OnceLock};
-use std::thread::{Scope, ScopedJoinHandle};
+use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use super::component::{self, Component};
 use super::indicators::{Indicators, cosines, distances, mean_of, norms};
-use super::reach::{self, Parsed};
+use super::reach;
 use super::reference::{self, Reference};
 use super::{Request, pass};
 use crate::matrix::Matrix;
@@ -90,12 +91,9 @@ pub(super) struct Matrices<'m, 'c> {
 }
 
 /// What the measuring found.
-pub(super) struct Measured<'s> {
+pub(super) struct Measured {
     pub ind: Indicators,
     pub reference: Reference,
-    /// The parsed tokenizer file for the reachability test, when it cuts
-    /// down (see `reach`).
-    pub parsed: Option<Parsed<'s>>,
     pub passes: usize,
     pub component_rows: usize,
     pub component_iterations: usize,
@@ -104,16 +102,14 @@ pub(super) struct Measured<'s> {
 }
 
 /// Loads the vocabulary (into `held`) and measures the matrices, each
-/// streamed once, as laid out in the module docs. `source` keeps the
-/// tokenizer file's bytes that the parsed file borrows.
-pub(super) fn measure<'s, E: From<crate::Error> + Send>(
+/// streamed once, as laid out in the module docs.
+pub(super) fn measure<E: From<crate::Error> + Send>(
     m: &Matrices,
     req: &Request,
     load: impl FnOnce() -> Result<Held, E> + Send,
-    held: &'s OnceLock<Held>,
-    source: &'s OnceLock<memmap2::Mmap>,
+    held: &OnceLock<Held>,
     clock: &Clock,
-) -> Result<Measured<'s>, E> {
+) -> Result<Measured, E> {
     let bar = |m: &Matrix| {
         Progress::new(
             req.progress,
@@ -135,7 +131,8 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
             })?;
             let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
             let vocab = held.get().and_then(|v| v.as_deref());
-            Ok((reference, tokenizer(vocab, req, s, source, clock)))
+            build_tokenizer(vocab, req, s, clock);
+            Ok(reference)
         });
         // The sample first, while the vocabulary loads: the embedding's
         // pass that follows then meets the reference mean sooner, and
@@ -151,11 +148,10 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
         let loaded = loading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let (reference, parsing) = loaded?;
+        let reference = loaded?;
         let mut out = Measured {
             ind: Indicators::default(),
             reference,
-            parsed: None,
             passes: 0,
             component_rows: 0,
             component_iterations: 0,
@@ -173,7 +169,6 @@ pub(super) fn measure<'s, E: From<crate::Error> + Send>(
         if let Some(h) = m.head {
             head(h, pc, m.tied, &mut out, &bar(h), clock);
         }
-        out.parsed = parsing.and_then(|p| p.join().ok().flatten());
         Ok(out)
     })
 }
@@ -193,33 +188,17 @@ fn load_reference<E: From<crate::Error>>(
     })?)
 }
 
-/// Starts the reachability test's tokenizer on a thread of `s`: the file
-/// parsed (to cut it down, see `reach`; its bytes kept in `source`), or
-/// else the full tokenizer built.
-fn tokenizer<'scope, 's: 'scope>(
-    vocab: Option<&'s Vocab>,
+/// Builds the full tokenizer for the reachability test on a thread of
+/// `s`, when the test cannot cut one down from the file the vocabulary
+/// kept (see `reach`).
+fn build_tokenizer<'scope, 'v: 'scope>(
+    vocab: Option<&'v Vocab>,
     req: &Request,
     s: &'scope Scope<'scope, '_>,
-    source: &'s OnceLock<memmap2::Mmap>,
     clock: &'scope Clock,
-) -> Option<ScopedJoinHandle<'scope, Option<Parsed<'s>>>> {
-    match vocab.filter(|_| req.reachability && req.top > 0) {
-        Some(v) if reach::cuts_down(v) => Some(s.spawn(move || {
-            clock.time("tokenizer parse", || {
-                let file = std::fs::File::open(v.file()).ok()?;
-                // SAFETY: read-only and private, as `Vocab::load` maps the
-                // same file: a truncation while it is read may fault
-                // (SIGBUS), the contract of memory-mapped loaders. Mapping
-                // saves copying 10-20 MB for a Llama-3-sized file.
-                let bytes = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-                reach::parse(source.get_or_init(|| bytes))
-            })
-        })),
-        Some(v) => {
-            s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
-            None
-        }
-        None => None,
+) {
+    if let Some(v) = vocab.filter(|v| req.reachability && req.top > 0 && !reach::cuts_down(v)) {
+        s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
     }
 }
 

@@ -9,11 +9,11 @@
 //! just those substrings (plus the unknown token, byte-fallback tokens and
 //! added tokens, at their ids) and whose merges keep just those among them,
 //! in their order, encodes the texts exactly as the full one does. The
-//! vocabulary comes from the loaded [`Vocab`]. The file is read again
-//! alongside the passes, but only its small parts are parsed: its merges
-//! are checked by the hand-written scan of `vocab::scan`, which notes where
-//! each merge's strings lie, and are filtered from those places once the
-//! candidates are known, without allocating per merge; other
+//! vocabulary comes from the loaded [`Vocab`], and so do the merges: the
+//! load's scan (`vocab::scan`) noted where each merge's strings lie in the
+//! mapped file ([`Vocab::load_keeping_merges`]), and they are filtered
+//! from those places once the candidates are known, without allocating
+//! per merge; only the file's small parts are parsed again. Other
 //! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
@@ -28,7 +28,8 @@ use tokenizers::{
 };
 
 use crate::vocab::Vocab;
-use crate::vocab::scan::{self, Merge};
+use crate::vocab::parse::Source;
+use crate::vocab::scan::{self, Merge, MergePlaces};
 
 /// The BPE model's settings (its vocab and merges are cut out before the
 /// parse, see [`parse`]).
@@ -69,74 +70,50 @@ struct File {
     model: Model,
 }
 
-/// Whether [`reachable`] tries a cut-down tokenizer for `vocab` (a BPE
-/// tokenizer.json).
+/// Whether [`reachable`] tries a cut-down tokenizer for `vocab`: a BPE
+/// tokenizer.json that the load kept with its merges' places.
 pub(super) fn cuts_down(vocab: &Vocab) -> bool {
-    vocab.model() == "BPE" && vocab.file().extension().is_some_and(|e| e == "json")
+    vocab.model() == "BPE" && vocab.merges_source().is_some()
 }
 
-/// The tokenizer.json of a vocabulary [`cuts_down`], read while the passes
-/// run: its small parts parsed, its merges checked and their strings
-/// located (filtered once the candidates are known), its vocab not read at
-/// all (the loaded [`Vocab`] has it).
+/// The tokenizer.json of a vocabulary [`cuts_down`], as the load kept it:
+/// its small parts parsed, its merges' strings where the load's scan found
+/// them (filtered once the candidates are known), its vocab not read
+/// again (the loaded [`Vocab`] has it).
 pub(super) struct Parsed<'a> {
     file: File,
     bytes: &'a [u8],
-    /// Where each merge's strings lie in `bytes`, quotes included, the
-    /// end marked [`ESCAPED`] for strings with escapes: two a merge when
-    /// `pairs`, else one (`"a b"`).
-    strings: Vec<[u32; 2]>,
+    /// Where each merge's strings lie in `bytes` (see [`MergePlaces`]):
+    /// two a merge when `pairs`, else one (`"a b"`).
+    strings: &'a [[u32; 2]],
     pairs: bool,
 }
 
-/// Marks the end of a string with escapes in [`Parsed`]'s places (files
-/// stay below 2 GiB, or are not cut down).
-const ESCAPED: u32 = 1 << 31;
-
-/// Parses `bytes`, the tokenizer.json, with `model.vocab` and
-/// `model.merges` cut out (see [`scan`]); `None` when it does not parse as
-/// the BPE file expected (the full tokenizer is then used).
-pub(super) fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
-    let mut strings = Vec::new();
-    let mut pairs = true;
-    let mut fits = true;
-    let mut at = |part: scan::Part| {
-        let r = part.range_in(bytes);
-        match (u32::try_from(r.start), u32::try_from(r.end)) {
-            (Ok(start), Ok(end)) if end < ESCAPED => {
-                let mark = if part.escaped() { ESCAPED } else { 0 };
-                strings.push([start, end | mark]);
-            }
-            _ => fits = false,
-        }
-    };
-    let layout = scan::locate(bytes, |merge| match merge {
-        Merge::Pair(a, b) => {
-            at(a);
-            at(b);
-        }
-        Merge::Joined(s) => {
-            pairs = false;
-            at(s);
-        }
-    })?;
-    let vocab = layout.vocab.filter(|v| bytes[v.start] == b'{' && fits)?;
-    let mut cut = [vocab, layout.merges?];
-    let file = serde_json::from_slice(&scan::splice(bytes, &mut cut)).ok()?;
+/// Parses the small parts of `source`'s file, its `model.vocab` and
+/// `model.merges` cut out; `None` when they do not parse as the BPE file
+/// expected (the full tokenizer is then used).
+pub(super) fn parse(source: &Source) -> Option<Parsed<'_>> {
+    let mut cut = [source.vocab.clone(), source.merges.clone()];
+    let file = serde_json::from_slice(&scan::splice(&source.bytes, &mut cut)).ok()?;
     Some(Parsed {
         file,
-        bytes,
-        strings,
-        pairs,
+        bytes: &source.bytes,
+        strings: &source.places.strings,
+        pairs: source.places.pairs,
     })
 }
 
 /// Whether encoding each of `ids`' own text gives exactly that id (see
 /// [`Vocab::reaches_itself`], whose answers these are): through a
-/// tokenizer cut down from `parsed` when given, else the full one.
-pub(super) fn reachable(vocab: &Vocab, ids: &[u32], parsed: Option<&Parsed>) -> Vec<Option<bool>> {
+/// tokenizer cut down from the file the vocabulary kept, when it did
+/// ([`Vocab::load_keeping_merges`]) and it [`cuts_down`], else the full one.
+pub(super) fn reachable(vocab: &Vocab, ids: &[u32]) -> Vec<Option<bool>> {
     let texts: Vec<Option<String>> = ids.iter().map(|&id| vocab.own_text(id)).collect();
-    let Some(tokenizer) = parsed.and_then(|p| restricted(vocab, p, texts.iter().flatten())) else {
+    let parsed = vocab
+        .merges_source()
+        .filter(|_| cuts_down(vocab))
+        .and_then(parse);
+    let Some(tokenizer) = parsed.and_then(|p| restricted(vocab, &p, texts.iter().flatten())) else {
         return ids.iter().map(|&id| vocab.reaches_itself(id)).collect();
     };
     ids.iter()
@@ -250,6 +227,7 @@ fn kept_among(
     sketch: &Sketch,
     keep: &HashSet<String>,
 ) -> Option<Vec<Value>> {
+    const ESCAPED: u32 = MergePlaces::ESCAPED;
     let range = |[start, end]: [u32; 2]| start as usize..(end & !ESCAPED) as usize;
     let part = |place: [u32; 2]| scan::Part::new(&parsed.bytes[range(place)], place[1] >= ESCAPED);
     // Most merges have a part that is not known, seen without hashing:
@@ -359,15 +337,20 @@ mod tests {
         // fallback): every id, by the cut-down tokenizer and the full one.
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         for dir in ["pieces-byte-level", "pieces-sentencepiece"] {
-            let v = Vocab::load(&root.join(dir), None).unwrap().unwrap();
+            let v = Vocab::load_keeping_merges(&root.join(dir), None)
+                .unwrap()
+                .unwrap();
             assert!(cuts_down(&v), "{dir}");
             let ids: Vec<u32> = (0..v.size() as u32 + 2).collect();
             let texts: Vec<String> = ids.iter().filter_map(|&id| v.own_text(id)).collect();
-            let bytes = std::fs::read(v.file()).unwrap();
-            let parsed = parse(&bytes).expect("parses");
+            let parsed = parse(v.merges_source().unwrap()).expect("parses");
             assert!(restricted(&v, &parsed, texts.iter()).is_some(), "{dir}");
             let full: Vec<Option<bool>> = ids.iter().map(|&id| v.reaches_itself(id)).collect();
-            assert_eq!(reachable(&v, &ids, Some(&parsed)), full, "{dir}");
+            assert_eq!(reachable(&v, &ids), full, "{dir}");
+            // Loaded without its merges kept: the full tokenizer answers.
+            let plain = Vocab::load(&root.join(dir), None).unwrap().unwrap();
+            assert!(!cuts_down(&plain), "{dir}");
+            assert_eq!(reachable(&plain, &ids), full, "{dir}");
             let (yes, no) = (
                 full.iter().filter(|r| **r == Some(true)).count(),
                 full.iter().filter(|r| **r == Some(false)).count(),
@@ -420,13 +403,12 @@ mod tests {
     /// cut-down tokenizer (`None` when the file does not parse for it) and
     /// the full one.
     fn answers(dir: &Path) -> (Option<Vec<Option<bool>>>, Vec<Option<bool>>) {
-        let v = Vocab::load(dir, None).unwrap().unwrap();
+        let v = Vocab::load_keeping_merges(dir, None).unwrap().unwrap();
         let ids: Vec<u32> = (0..v.size() as u32).collect();
-        let bytes = std::fs::read(v.file()).unwrap();
-        let cut = parse(&bytes).map(|parsed| {
+        let cut = v.merges_source().and_then(parse).map(|parsed| {
             let texts: Vec<String> = ids.iter().filter_map(|&id| v.own_text(id)).collect();
             assert!(restricted(&v, &parsed, texts.iter()).is_some());
-            reachable(&v, &ids, Some(&parsed))
+            reachable(&v, &ids)
         });
         let full = ids.iter().map(|&id| v.reaches_itself(id)).collect();
         (cut, full)
@@ -492,9 +474,8 @@ mod tests {
         // The kept merges of the byte-level fixture (a few of its 87): in
         // order whatever the split into tasks.
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pieces-byte-level");
-        let bytes = std::fs::read(root.join("tokenizer.json")).unwrap();
-        let parsed = parse(&bytes).unwrap();
-        let v = Vocab::load(&root, None).unwrap().unwrap();
+        let v = Vocab::load_keeping_merges(&root, None).unwrap().unwrap();
+        let parsed = parse(v.merges_source().unwrap()).unwrap();
         let mut keep = HashSet::new();
         for id in 0..v.size() as u32 {
             if let Some(text) = v.own_text(id).filter(|_| id % 3 == 0) {
