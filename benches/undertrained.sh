@@ -15,8 +15,8 @@
 # (ms), of the read by its own clock (read-in) and as a process (read-ps),
 # the ratios to the budget with each, and the largest RssAnon seen (polled
 # every 10 ms in one more run, not timed), for the default run (head and
-# embedding), the same without the reachability test (which parses
-# tokenizer.json a second time), the head alone and the embedding alone;
+# embedding), the same without the reachability test (which builds a
+# cut-down tokenizer after scoring), the head alone and the embedding alone;
 # then the load average, and the stages of one more default run as `-v`
 # prints them (start and duration of each, several run at once).
 set -euo pipefail
