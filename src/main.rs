@@ -287,8 +287,13 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
         progress: !cli.global.quiet && !cli.global.no_progress,
     };
     let (ckpt, roles) = open(&args.model, cli)?;
-    // The tokenizer loads while the first reads of the matrices run.
-    let load = || load_vocab_with(&ckpt, Vocab::load_keeping_merges);
+    // The tokenizer loads while the first reads of the matrices run,
+    // keeping its merges' places for the reachability test.
+    let loader = match req.reachability && req.top > 0 {
+        true => Vocab::load_keeping_merges,
+        false => Vocab::load,
+    };
+    let load = || load_vocab_with(&ckpt, loader);
     let report = undertrained::run_loading(&ckpt, &roles, load, &req)?;
     print_notes(cli, &report.notes);
     if cli.global.verbose && !cli.global.quiet {
