@@ -143,8 +143,9 @@ impl Vocab {
     }
 
     /// [`Vocab::load`], keeping tokenizer.json mapped with the places of
-    /// its merges (see [`Vocab::merges_source`]) when the fast scan read
-    /// it: for a second look at the merges without scanning them again.
+    /// its merges when the fast scan read it: for a second look at the
+    /// merges without scanning them again (`undertrained`'s reachability
+    /// test).
     pub fn load_keeping_merges(
         dir: &Path,
         config: Option<&serde_json::Value>,
