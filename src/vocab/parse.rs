@@ -224,8 +224,10 @@ fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Entries> {
     let text = simdutf8::basic::from_utf8(&bytes[range.clone()]).ok()?;
     // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
     // are longer) and strings no longer than the object: no copies as it
-    // grows, the pages beyond never touched.
-    let mut entries = Entries::with_capacity(range.len() / 12, range.len());
+    // grows, the pages beyond never touched. Capped (at 4M entries, 64 MiB
+    // of strings) so that a huge file does not reserve gigabytes at once.
+    let mut entries =
+        Entries::with_capacity((range.len() / 12).min(1 << 22), range.len().min(1 << 26));
     let mut ok = true;
     scan::vocab(bytes, range.start, |token, id| {
         if token.escaped {
