@@ -64,29 +64,52 @@ pub(crate) struct Component {
     pub within_noise: bool,
 }
 
+/// What a sweep sums over its rows.
+#[derive(Clone, Copy)]
+enum Sum<'v> {
+    /// The finite rows, listed, with their sum of squares; with a `v`,
+    /// also `Σ r (r·v)` over them (the first iteration, in the same read).
+    Finite(Option<&'v [f32]>),
+    /// `Σ r (r·v)`.
+    Along(&'v [f32]),
+}
+
 /// One worker's share of a sweep.
 struct Acc {
     /// This chunk's sum, in f32.
     chunk: Vec<f32>,
     /// The sum over finished chunks.
     total: Vec<f64>,
-    /// The finite rows seen (first sweep).
+    /// This chunk's and the finished chunks' `Σ r (r·v)` in a
+    /// [`Sum::Finite`] sweep with a `v` (else empty).
+    chunk_along: Vec<f32>,
+    total_along: Vec<f64>,
+    /// The finite rows seen ([`Sum::Finite`]).
     finite: Vec<usize>,
-    /// Their sum of squares (first sweep).
+    /// Their sum of squares ([`Sum::Finite`]).
     squares: f64,
     buf: Vec<f32>,
 }
 
-/// Adds `y · r` for one row into `acc`, where `y = r·v`, or 1 when there
-/// is no `v` (then only finite rows count, and are listed in `finite`).
+/// Adds one row into `acc` as `sum` says.
 #[inline(always)]
-fn row_work<const FMA: bool>(r: impl Row, i: usize, v: Option<&[f32]>, acc: &mut Acc) {
-    match v {
-        Some(v) => axpy::<FMA>(&mut acc.chunk, dots::<FMA, 1>(r, [v]).1[0], r),
-        None => {
-            let sq = dots::<FMA, 0>(r, []).0;
+fn row_work<const FMA: bool>(r: impl Row, i: usize, sum: Sum, acc: &mut Acc) {
+    match sum {
+        Sum::Along(v) => axpy::<FMA>(&mut acc.chunk, dots::<FMA, 1>(r, [v]).1[0], r),
+        Sum::Finite(v) => {
+            // `r·r` is the same bits with or without `r·v` (see `dots`).
+            let (sq, along) = match v {
+                Some(v) => {
+                    let (sq, [d]) = dots::<FMA, 1>(r, [v]);
+                    (sq, Some(d))
+                }
+                None => (dots::<FMA, 0>(r, []).0, None),
+            };
             if sq.is_finite() {
                 axpy::<FMA>(&mut acc.chunk, 1.0, r);
+                if let Some(d) = along {
+                    axpy::<FMA>(&mut acc.chunk_along, d, r);
+                }
                 acc.finite.push(i);
                 acc.squares += f64::from(sq);
             }
@@ -95,22 +118,26 @@ fn row_work<const FMA: bool>(r: impl Row, i: usize, v: Option<&[f32]>, acc: &mut
 }
 
 #[inline(always)]
-fn chunk_body<const FMA: bool>(m: &Matrix, ids: &[usize], v: Option<&[f32]>, acc: &mut Acc) {
+fn chunk_body<const FMA: bool>(m: &Matrix, ids: &[usize], sum: Sum, acc: &mut Acc) {
     acc.chunk.fill(0.0);
+    acc.chunk_along.fill(0.0);
     for (k, &i) in ids.iter().enumerate() {
         if m.dtype() == Dtype::BF16 {
             // Ask for the next row early: it may start a run afresh.
             prefetch(ids.get(k + 1).map(|&next| m.row_bytes(next)));
-            row_work::<FMA>(Bf16(m.row_bytes(i)), i, v, acc);
+            row_work::<FMA>(Bf16(m.row_bytes(i)), i, sum, acc);
         } else {
             let mut buf = std::mem::take(&mut acc.buf);
             buf.resize(m.cols(), 0.0);
             m.block_into(i..i + 1, &mut buf);
-            row_work::<FMA>(buf.as_slice(), i, v, acc);
+            row_work::<FMA>(buf.as_slice(), i, sum, acc);
             acc.buf = buf;
         }
     }
     for (t, c) in acc.total.iter_mut().zip(&acc.chunk) {
+        *t += f64::from(*c);
+    }
+    for (t, c) in acc.total_along.iter_mut().zip(&acc.chunk_along) {
         *t += f64::from(*c);
     }
 }
@@ -121,30 +148,37 @@ fn chunk_body<const FMA: bool>(m: &Matrix, ids: &[usize], v: Option<&[f32]>, acc
 /// The CPU must have AVX-512F (which implies FMA).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn chunk_avx512(m: &Matrix, ids: &[usize], v: Option<&[f32]>, acc: &mut Acc) {
-    chunk_body::<true>(m, ids, v, acc);
+unsafe fn chunk_avx512(m: &Matrix, ids: &[usize], sum: Sum, acc: &mut Acc) {
+    chunk_body::<true>(m, ids, sum, acc);
 }
 
 /// What a sweep found.
 struct Swept {
-    /// `Σ r (r·v)`, or without `v` the sum of the finite rows.
+    /// `Σ r (r·v)` ([`Sum::Along`]), or the sum of the finite rows.
     sum: Vec<f64>,
-    /// Without `v`: the finite rows (sorted).
+    /// [`Sum::Finite`] with a `v`: `Σ r (r·v)` over the finite rows.
+    along: Option<Vec<f64>>,
+    /// [`Sum::Finite`]: the finite rows (sorted).
     finite: Vec<usize>,
-    /// Without `v`: their sum of squares.
+    /// [`Sum::Finite`]: their sum of squares.
     squares: f64,
 }
 
-/// `Σ r (r·v)` over the rows `ids` of `m`, or without `v` the sum of the
-/// finite ones, which they are and their sum of squares.
-fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> Swept {
+/// The sums `sum` asks for over the rows `ids` of `m`.
+fn sweep(wide: bool, m: &Matrix, ids: &[usize], sum: Sum) -> Swept {
     let cols = m.cols();
+    let along_cols = match sum {
+        Sum::Finite(Some(_)) => cols,
+        _ => 0,
+    };
     let acc = ids
         .par_chunks(CHUNK)
         .fold(
             || Acc {
                 chunk: vec![0.0; cols],
                 total: vec![0.0; cols],
+                chunk_along: vec![0.0; along_cols],
+                total_along: vec![0.0; along_cols],
                 finite: Vec::new(),
                 squares: 0.0,
                 buf: Vec::new(),
@@ -153,16 +187,19 @@ fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> Swept {
                 #[cfg(target_arch = "x86_64")]
                 if wide {
                     // SAFETY: `wide` is only true when the CPU has AVX-512F.
-                    unsafe { chunk_avx512(m, chunk, v, &mut acc) };
+                    unsafe { chunk_avx512(m, chunk, sum, &mut acc) };
                     return acc;
                 }
                 let _ = wide;
-                chunk_body::<false>(m, chunk, v, &mut acc);
+                chunk_body::<false>(m, chunk, sum, &mut acc);
                 acc
             },
         )
         .reduce_with(|mut a, b| {
             a.total.iter_mut().zip(&b.total).for_each(|(x, y)| *x += y);
+            (a.total_along.iter_mut())
+                .zip(&b.total_along)
+                .for_each(|(x, y)| *x += y);
             a.finite.extend(b.finite);
             a.squares += b.squares;
             a
@@ -172,12 +209,14 @@ fn sweep(wide: bool, m: &Matrix, ids: &[usize], v: Option<&[f32]>) -> Swept {
             acc.finite.sort_unstable();
             Swept {
                 sum: acc.total,
+                along: (along_cols > 0).then_some(acc.total_along),
                 finite: acc.finite,
                 squares: acc.squares,
             }
         }
         None => Swept {
             sum: vec![0.0; cols],
+            along: (along_cols > 0).then(|| vec![0.0; cols]),
             finite: Vec::new(),
             squares: 0.0,
         },
@@ -209,15 +248,25 @@ fn sample_ids(rows: usize, sample: usize) -> Vec<usize> {
 pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
     let (rows, cols) = (m.rows(), m.cols());
     let wide = has_avx512();
-    let ids = sample_ids(rows, sample);
-    let Swept {
-        sum,
-        finite: ids,
-        squares,
-    } = sweep(wide, m, &ids, None);
-    let n = ids.len() as f64;
+    let sampled = sample_ids(rows, sample);
     let mut axis = vec![0.0; cols];
     axis[0] = 1.0;
+    // Start from a fixed mix of all axes, not one the rows may miss.
+    let start: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+    let mut v = unit(&start).unwrap_or(axis.clone());
+    // The first sweep also makes the first iteration's `Σ r (r·v)`: it
+    // needs the sample's mean only afterwards.
+    let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    let Swept {
+        sum,
+        along,
+        finite: ids,
+        squares,
+    } = sweep(wide, m, &sampled, Sum::Finite(Some(&v32)));
+    // Over the finite rows, in the chunks an iteration makes: only when
+    // every sampled row is finite (else the first iteration sweeps again).
+    let mut first = along.filter(|_| ids.len() == sampled.len());
+    let n = ids.len() as f64;
     let done = |v: Vec<f64>, iterations, within_noise| Component {
         v: v.iter().map(|&x| x as f32).collect(),
         rows: ids.len(),
@@ -229,15 +278,17 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
     // spread rows reach by chance (see the module docs).
     let spread = (squares / n.max(1.0) - dot(&mean, &mean)).max(0.0) / cols as f64;
     let edge = spread * (1.0 + (cols as f64 / n.max(1.0)).sqrt()).powi(2);
-    // Start from a fixed mix of all axes, not one the rows may miss.
-    let start: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
-    let mut v = unit(&start).unwrap_or(axis.clone());
     for it in 1..=MAX_ITERATIONS {
         if ids.is_empty() {
             return done(axis, 0, false);
         }
-        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
-        let mtmv = sweep(wide, m, &ids, Some(&v32)).sum;
+        let mtmv = match first.take() {
+            Some(mtmv) => mtmv,
+            None => {
+                let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                sweep(wide, m, &ids, Sum::Along(&v32)).sum
+            }
+        };
         let mv = dot(&mean, &v);
         // C v = Σ r (r·v) / n − μ (μ·v): the covariance times v.
         let w: Vec<f64> = (0..cols).map(|j| mtmv[j] / n - mean[j] * mv).collect();
@@ -377,6 +428,35 @@ mod tests {
             (ids.len(), ids[32], ids[ids.len() - 1]),
             (4032, 1024, 128_031)
         );
+    }
+
+    #[test]
+    fn the_first_sweep_makes_the_first_iteration_bit_for_bit() {
+        // 300 rows of 40 values over several chunks, BF16 and F32, every
+        // row finite: the first sweep's `Σ r (r·v)` is the one a sweep of
+        // its own makes, to the bit (so the component is unchanged).
+        let (rows, cols) = (300, 40);
+        let values: Vec<f32> = (0..rows * cols).map(|i| noise(i) * 3.0).collect();
+        let v: Vec<f32> = (0..cols).map(|j| noise(j + 7919)).collect();
+        let ids: Vec<usize> = (0..rows).collect();
+        let bf16: Vec<u8> = values
+            .iter()
+            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+            .collect();
+        let f32s = f32_matrix(&values, rows, cols);
+        for (dtype, bytes) in [(Dtype::BF16, &bf16), (Dtype::F32, &f32s)] {
+            let m = Matrix::new("t", bytes, dtype, &[rows, cols]).unwrap();
+            for wide in [false, has_avx512()] {
+                let first = sweep(wide, &m, &ids, Sum::Finite(Some(&v)));
+                let own = sweep(wide, &m, &ids, Sum::Along(&v));
+                let bits = |x: &[f64]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+                assert_eq!(first.finite.len(), rows, "{dtype}");
+                assert_eq!(bits(&first.along.unwrap()), bits(&own.sum), "{dtype}");
+                let plain = sweep(wide, &m, &ids, Sum::Finite(None));
+                assert_eq!(bits(&first.sum), bits(&plain.sum), "{dtype}");
+                assert_eq!(first.squares.to_bits(), plain.squares.to_bits());
+            }
+        }
     }
 
     #[test]
