@@ -8,7 +8,9 @@
 //! component is exact): 1/32 of Llama 3's head. Runs, not single rows far
 //! apart, because the memory system streams a run ahead of the reads but
 //! waits out its full latency for each row that starts afresh. Each
-//! iteration reads the sample once for `Sᵀ(S v)`, accumulated in f32
+//! iteration reads the sample once for `Sᵀ(S v)` (the first one in the
+//! same read as the sum of the rows for their mean, which it needs only
+//! afterwards), accumulated in f32
 //! within a chunk of rows and f64 across chunks, on all cores; BF16 rows
 //! are decoded in registers (see `kernel`), nothing the size of the
 //! sample is copied. A component with a spectral gap is found to within a
