@@ -2,9 +2,11 @@
 //! entries, word lookup, encoding, and special tokens from every file.
 //!
 //! Loading is cheap: `tokenizer.json`'s `model.vocab` and `added_tokens` are
-//! read (merges checked and skipped) by a hand-written scan and serde, see
-//! the private `parse` and `scan` modules; the full
-//! `tokenizers::Tokenizer` is built once, on the first [`Vocab::encode`].
+//! read (merges checked and skipped, or their places recorded for
+//! [`Vocab::load_keeping_merges`]) by a hand-written scan and serde, see
+//! the `parse` and `scan` modules, into one buffer of token strings (the
+//! private `entries` module); the full `tokenizers::Tokenizer` is built
+//! once, on the first [`Vocab::encode`].
 //! Special-token declarations come from the private `special` module, human
 //! forms from `readable`, word resolution and suggestions from `lookup`.
 
