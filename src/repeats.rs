@@ -3,13 +3,27 @@
 //! strings and duplicate rows, where repeats are few and a map of every
 //! value would not stay in cache (it runs beside the streaming pass).
 
+/// The `items` whose hash another item may share: every item that does,
+/// and about one in eight of the others (see [`Repeats`]), in the order
+/// given. The caller tells them apart exactly, by sorting these few.
+pub(crate) fn maybe_repeated<T>(
+    items: impl ExactSizeIterator<Item = T> + Clone,
+    hash: impl Fn(&T) -> u64,
+) -> Vec<T> {
+    let mut repeats = Repeats::new(items.len());
+    for item in items.clone() {
+        repeats.mark(hash(&item));
+    }
+    items.filter(|item| repeats.hit_again(hash(item))).collect()
+}
+
 /// Places in a table of at least 8 bits per value, marked when a hash
 /// lands on them once and again when one lands there a second time.
 /// Every repeated hash [`Repeats::hit_again`]; so do about one in eight
 /// of the others, which the caller tells apart exactly (a sort of the few
 /// that pass). Hashes that all land in one place (crafted input) only make
 /// every value pass.
-pub(crate) struct Repeats {
+struct Repeats {
     once: Vec<u64>,
     again: Vec<u64>,
     shift: u32,
@@ -17,7 +31,7 @@ pub(crate) struct Repeats {
 
 impl Repeats {
     /// An empty filter for `n` values.
-    pub(crate) fn new(n: usize) -> Self {
+    fn new(n: usize) -> Self {
         let bits = (n.max(64) * 8).next_power_of_two();
         Repeats {
             once: vec![0; bits / 64],
@@ -34,7 +48,7 @@ impl Repeats {
     }
 
     /// Marks one value's hash.
-    pub(crate) fn mark(&mut self, hash: u64) {
+    fn mark(&mut self, hash: u64) {
         let (word, bit) = self.place(hash);
         self.again[word] |= self.once[word] & bit;
         self.once[word] |= bit;
@@ -42,7 +56,7 @@ impl Repeats {
 
     /// Whether `hash`'s place was marked more than once: always when the
     /// hash was.
-    pub(crate) fn hit_again(&self, hash: u64) -> bool {
+    fn hit_again(&self, hash: u64) -> bool {
         let (word, bit) = self.place(hash);
         self.again[word] & bit != 0
     }

@@ -64,7 +64,9 @@ impl Entries {
 
     /// Every entry, in push order.
     #[inline]
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = Entry<'_>> + Clone {
+    pub(crate) fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = Entry<'_>> + ExactSizeIterator + Clone {
         self.slots.iter().map(|s| self.entry(s))
     }
 

@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
-use crate::repeats::Repeats;
+use crate::repeats::maybe_repeated;
 use entries::{Entries, Entry};
 
 pub use gguf::{GGUF_SOURCE, TokenType};
@@ -505,20 +505,14 @@ impl Vocab {
     }
 
     /// `(token, id)` of every entry whose string another entry may have
-    /// too (see [`Repeats`]): all that do, and about one in eight of the
-    /// rest, so that the exact comparison (a sort) is left to few entries.
+    /// too (see [`maybe_repeated`]): all that do, and about one in eight
+    /// of the rest, so that the exact comparison (a sort) is left to few
+    /// entries.
     fn maybe_shared(&self) -> Vec<(&str, u32)> {
         use std::hash::BuildHasher;
-        let hash = |token: &str| foldhash::fast::FixedState::with_seed(0x5eed).hash_one(token);
-        let mut repeats = Repeats::new(self.entries.len());
-        for e in self.entries.iter() {
-            repeats.mark(hash(e.token));
-        }
-        self.entries
-            .iter()
-            .filter(|e| repeats.hit_again(hash(e.token)))
-            .map(|e| (e.token, e.id))
-            .collect()
+        let state = foldhash::fast::FixedState::with_seed(0x5eed);
+        let pairs = self.entries.iter().map(|e| (e.token, e.id));
+        maybe_repeated(pairs, |&(token, _)| state.hash_one(token))
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::pass::Stats;
 use super::{Finding, MAX_LISTED, Severity, cut, id_list, ids_phrase};
 use crate::matrix::Matrix;
-use crate::repeats::Repeats;
+use crate::repeats::maybe_repeated;
 use crate::vocab::Vocab;
 
 /// Groups of byte-identical rows among the `live` ones `(id, norm)`, as a
@@ -64,14 +64,11 @@ pub(super) fn duplicates(
 }
 
 /// The `(key, id)` pairs (ids distinct) whose key another pair has too,
-/// sorted by key, then id: the few pairs [`Repeats`] lets through are
-/// sorted and compared (`O(n log n)` if crafted rows all share one key).
+/// sorted by key, then id: the few pairs [`maybe_repeated`] lets through
+/// are sorted and compared (`O(n log n)` if crafted rows all share one
+/// key).
 fn sharing_keys(pairs: impl ExactSizeIterator<Item = (u64, u32)> + Clone) -> Vec<(u64, u32)> {
-    let mut repeats = Repeats::new(pairs.len());
-    for (key, _) in pairs.clone() {
-        repeats.mark(key);
-    }
-    let mut maybe: Vec<(u64, u32)> = pairs.filter(|&(key, _)| repeats.hit_again(key)).collect();
+    let mut maybe = maybe_repeated(pairs, |&(key, _)| key);
     maybe.sort_unstable();
     let mut shared = Vec::new();
     for run in maybe
