@@ -289,7 +289,7 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
     let (ckpt, roles) = open(&args.model, cli)?;
     // The tokenizer loads while the first reads of the matrices run,
     // keeping its merges' places for the reachability test.
-    let loader = match req.reachability && req.top > 0 {
+    let loader = match req.tests_reachability() {
         true => Vocab::load_keeping_merges,
         false => Vocab::load,
     };

@@ -66,6 +66,14 @@ pub struct Request {
     pub progress: bool,
 }
 
+impl Request {
+    /// Whether any listed token is tested for reachability: asked for,
+    /// and at least one candidate listed.
+    pub fn tests_reachability(&self) -> bool {
+        self.reachability && self.top > 0
+    }
+}
+
 /// The reference set as used.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReferenceSummary {

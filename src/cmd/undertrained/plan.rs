@@ -197,7 +197,7 @@ fn build_tokenizer<'scope, 'v: 'scope>(
     s: &'scope Scope<'scope, '_>,
     clock: &'scope Clock,
 ) {
-    if let Some(v) = vocab.filter(|v| req.reachability && req.top > 0 && !reach::cuts_down(v)) {
+    if let Some(v) = vocab.filter(|v| req.tests_reachability() && !reach::cuts_down(v)) {
         s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
     }
 }

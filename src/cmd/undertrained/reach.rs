@@ -83,10 +83,8 @@ pub(super) fn cuts_down(vocab: &Vocab) -> bool {
 pub(super) struct Parsed<'a> {
     file: File,
     bytes: &'a [u8],
-    /// Where each merge's strings lie in `bytes` (see [`MergePlaces`]):
-    /// two a merge when `pairs`, else one (`"a b"`).
-    strings: &'a [[u32; 2]],
-    pairs: bool,
+    /// Where each merge's strings lie in `bytes`.
+    places: &'a MergePlaces,
 }
 
 /// Parses the small parts of `source`'s file, its `model.vocab` and
@@ -98,8 +96,7 @@ pub(super) fn parse(source: &Source) -> Option<Parsed<'_>> {
     Some(Parsed {
         file,
         bytes: &source.bytes,
-        strings: &source.places.strings,
-        pairs: source.places.pairs,
+        places: &source.places,
     })
 }
 
@@ -210,8 +207,9 @@ fn kept_merges(
 ) -> Option<Vec<Value>> {
     let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
     let sketch = Sketch::new(known.iter().copied());
-    let per_merge = if parsed.pairs { 2 } else { 1 };
+    let per_merge = if parsed.places.pairs { 2 } else { 1 };
     let parts: Option<Vec<Vec<Value>>> = parsed
+        .places
         .strings
         .par_chunks(per_merge * per_task)
         .map(|strings| kept_among(parsed, strings, &known, &sketch, keep))
@@ -238,7 +236,7 @@ fn kept_among(
     };
     let unknown = |t: Option<&[u8]>| t.is_some_and(|t| !sketch.may_hold(t));
     let mut out = Vec::new();
-    for strings in strings.chunks(if parsed.pairs { 2 } else { 1 }) {
+    for strings in strings.chunks(if parsed.places.pairs { 2 } else { 1 }) {
         let skip = match *strings {
             [a, b] => unknown(plain(a)) || unknown(plain(b)),
             // Joined: only as the tokenizers crate splits it (one space,
