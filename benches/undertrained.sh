@@ -70,7 +70,7 @@ peak_rss() {
     echo "$peak"
 }
 
-printf '%-22s %6s %7s %7s %7s %7s %7s %7s %9s\n' run passes ms read-in read-ps ratio-in \
+printf '%-22s %6s %7s %7s %7s %8s %8s %9s\n' run passes ms read-in read-ps ratio-in \
     ratio-ps rss-kb
 # One row: "$1" is the binary, "$2" the label prefix, "$3" the mode.
 # Two baselines: the read's own figure of the mapped bytes' sum (read-in:
@@ -95,7 +95,7 @@ row() {
     wall_ms=$(printf '%s\n' "${walls[@]}" | median)
     run_ms=$(printf '%s\n' "${runs[@]}" | median)
     ratio() { awk -v a="$run_ms" -v r="$1" -v p="$passes" 'BEGIN {printf "%.2f", a / (r * (p + 1))}'; }
-    printf '%-22s %6s %7s %7.0f %7s %7s %7s %7s %9s\n' "$label${mode:-default}" "$passes" "$run_ms" \
+    printf '%-22s %6s %7s %7.0f %7s %8s %8s %9s\n' "$label${mode:-default}" "$passes" "$run_ms" \
         "$read_ms" "$wall_ms" "$(ratio "$read_ms")" "$(ratio "$wall_ms")" "$peak"
 }
 
