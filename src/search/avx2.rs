@@ -25,7 +25,7 @@ const STEP: usize = 16;
 /// Whether the kernel reads rows of `dtype` in place: BF16, F16 and F32,
 /// on a CPU with F16C (its tiles are compiled with it, whatever the dtype).
 pub(super) fn reads(dtype: Dtype) -> bool {
-    matches!(dtype, Dtype::BF16 | Dtype::F16 | Dtype::F32) && is_x86_feature_detected!("f16c")
+    super::x86::kind(dtype).is_some() && is_x86_feature_detected!("f16c")
 }
 
 /// Queries laid out for [`block`] (see the module docs).

@@ -97,7 +97,7 @@ fn block_f32_avx2_impl(
 /// Calls `$walk::<R, Q, $flags..>(args)` for a query tile of `$qn` (1 to 4)
 /// queries: row tiles of 4 rows for 3–4 queries, 8 rows for 1–2.
 macro_rules! dispatch {
-    ($walk:ident::<$($flag:literal),*>, $qn:expr, ($($arg:expr),*)) => {
+    ($walk:ident::<$($flag:tt),*>, $qn:expr, ($($arg:expr),*)) => {
         match $qn {
             4 => $walk::<4, 4, $($flag),*>($($arg),*),
             3 => $walk::<4, 3, $($flag),*>($($arg),*),
@@ -136,22 +136,32 @@ pub(super) fn block_avx512(
     kind: u8,
     cols: usize,
     queries: &[f32],
+    norms: Option<&mut [f32]>,
+    dots: &mut [f32],
+) {
+    match kind {
+        BF16 => block_avx512_as::<BF16>(block, cols, queries, norms, dots),
+        F16 => block_avx512_as::<F16>(block, cols, queries, norms, dots),
+        F32 => block_avx512_as::<F32>(block, cols, queries, norms, dots),
+        _ => panic!("unknown row kind {kind}"),
+    }
+}
+
+/// [`block_avx512`] for rows stored as `KIND`.
+fn block_avx512_as<const KIND: u8>(
+    block: &[u8],
+    cols: usize,
+    queries: &[f32],
     mut norms: Option<&mut [f32]>,
     dots: &mut [f32],
 ) {
     assert!(has_avx512());
-    let b = Block::new(block, kind, cols, queries, norms.as_deref(), dots);
+    let b = Block::new(block, KIND, cols, queries, norms.as_deref(), dots);
     let nq = b.nq;
     if nq == 0 {
         if let Some(n) = norms {
             // SAFETY: the CPU has AVX-512F (checked above).
-            unsafe {
-                match kind {
-                    BF16 => walk_f32::<8, 0, true, BF16>(&b, 0, n, dots),
-                    F16 => walk_f32::<8, 0, true, F16>(&b, 0, n, dots),
-                    _ => walk_f32::<8, 0, true, F32>(&b, 0, n, dots),
-                }
-            };
+            unsafe { walk_f32::<8, 0, true, KIND>(&b, 0, n, dots) };
         }
         return;
     }
@@ -165,13 +175,9 @@ pub(super) fn block_avx512(
         };
         // SAFETY: the CPU has AVX-512F (checked above).
         unsafe {
-            match (kind, with_norms) {
-                (BF16, true) => dispatch!(walk_f32::<true, 1>, qn, (&b, q0, n, dots)),
-                (BF16, false) => dispatch!(walk_f32::<false, 1>, qn, (&b, q0, n, dots)),
-                (F16, true) => dispatch!(walk_f32::<true, 2>, qn, (&b, q0, n, dots)),
-                (F16, false) => dispatch!(walk_f32::<false, 2>, qn, (&b, q0, n, dots)),
-                (_, true) => dispatch!(walk_f32::<true, 0>, qn, (&b, q0, n, dots)),
-                (_, false) => dispatch!(walk_f32::<false, 0>, qn, (&b, q0, n, dots)),
+            match with_norms {
+                true => dispatch!(walk_f32::<true, KIND>, qn, (&b, q0, n, dots)),
+                false => dispatch!(walk_f32::<false, KIND>, qn, (&b, q0, n, dots)),
             }
         };
         q0 += qn;
@@ -201,7 +207,11 @@ impl<'a> Block<'a> {
         norms: Option<&[f32]>,
         dots: &[f32],
     ) -> Self {
-        let row_bytes = if kind == F32 { 4 } else { 2 } * cols;
+        let row_bytes = match kind {
+            F32 => 4,
+            BF16 | F16 => 2,
+            _ => panic!("unknown row kind {kind}"),
+        } * cols;
         assert!(
             cols > 0 && bytes.len().is_multiple_of(row_bytes),
             "whole rows"
