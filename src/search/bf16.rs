@@ -23,6 +23,8 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
+use crate::cpu::prefetch_ahead;
+
 /// Queries per query tile.
 const QUERY_TILE: usize = 6;
 
@@ -115,12 +117,15 @@ fn walk(
         while q0 < nq {
             let qn = (nq - q0).min(QUERY_TILE);
             let lo = !queries.exact[q0..q0 + qn].iter().all(|&e| e);
+            // Without norms, the first query tile is the first read of
+            // the rows.
+            let ahead = q0 == 0 && norms.is_none();
             macro_rules! tiles {
                 ($(($r:literal, $q:literal)),*) => {
                     match (rn, qn, lo) {
                         $(
-                            ($r, $q, false) => tile::<$r, $q, false>(&t, r0, q0, dots),
-                            ($r, $q, true) => tile::<$r, $q, true>(&t, r0, q0, dots),
+                            ($r, $q, false) => tile::<$r, $q, false>(&t, r0, q0, ahead, dots),
+                            ($r, $q, true) => tile::<$r, $q, true>(&t, r0, q0, ahead, dots),
                         )*
                         _ => unreachable!("tile {rn} x {qn}"),
                     }
@@ -184,7 +189,8 @@ pub(super) unsafe fn load_bf16(p: *const u8, mask: __mmask32) -> __m512bh {
 }
 
 /// The squared norms of `R` rows from `r0`, as `row · row` (exact BF16
-/// products, f32 sums).
+/// products, f32 sums). This is the first read of the rows: it asks for
+/// their bytes further on (see [`prefetch_ahead`]).
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 fn norm_tile<const R: usize>(t: &Shared, r0: usize, norms: &mut [f32]) {
     let cols = t.cols;
@@ -193,6 +199,9 @@ fn norm_tile<const R: usize>(t: &Shared, r0: usize, norms: &mut [f32]) {
     let mut acc = [_mm512_setzero_ps(); R];
     for c in (0..cols).step_by(32) {
         let mask = chunk_mask(cols, c);
+        for &p in &row_ptr {
+            prefetch_ahead(p.wrapping_add(2 * c));
+        }
         for r in 0..R {
             // SAFETY: the assert above puts columns c..min(c + 32, cols) of
             // rows r0..r0 + R inside `block`; `mask` selects exactly those.
@@ -207,12 +216,15 @@ fn norm_tile<const R: usize>(t: &Shared, r0: usize, norms: &mut [f32]) {
 
 /// One tile of `R` rows from `r0` × `Q` queries from `q0`: each product
 /// `row · q` is accumulated as `row · hi + row · lo` per 32-column chunk
-/// (`row · hi` alone without `LO`).
+/// (`row · hi` alone without `LO`). With `ahead` (the tile's first read
+/// of its rows), it asks for the rows' bytes further on (see
+/// [`prefetch_ahead`]).
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 fn tile<const R: usize, const Q: usize, const LO: bool>(
     t: &Shared,
     r0: usize,
     q0: usize,
+    ahead: bool,
     dots: &mut [f32],
 ) {
     let (cols, nq) = (t.cols, t.nq);
@@ -225,6 +237,11 @@ fn tile<const R: usize, const Q: usize, const LO: bool>(
     let mut acc = [[_mm512_setzero_ps(); Q]; R];
     for c in (0..cols).step_by(32) {
         let mask = chunk_mask(cols, c);
+        if ahead {
+            for &p in &row_ptr {
+                prefetch_ahead(p.wrapping_add(2 * c));
+            }
+        }
         // SAFETY: the asserts above put columns c..min(c + 32, cols) of rows
         // r0..r0 + R and of queries q0..q0 + Q inside `block`, `hi` and `lo`;
         // `mask` selects exactly those columns.

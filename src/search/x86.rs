@@ -18,7 +18,7 @@ use std::arch::x86_64::*;
 use std::array::from_fn;
 
 pub(super) use crate::cpu::has_avx512;
-use crate::cpu::masked;
+use crate::cpu::{masked, prefetch_ahead};
 use crate::dtype::Dtype;
 
 /// True when the CPU runs the AVX2 + FMA path.
@@ -310,6 +310,9 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
     let q_ptr: [*const f32; Q] = from_fn(|q| b.queries[(q0 + q) * cols..].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); Q]; R];
     let mut norm_acc = [_mm512_setzero_ps(); R];
+    // The first query tile's walk is the first read of the rows.
+    let ahead = q0 == 0;
+    let size = if KIND == F32 { 4 } else { 2 };
     let mut c = 0;
     while c < cols {
         let mask: __mmask16 = if cols - c >= 16 {
@@ -317,6 +320,11 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
         } else {
             (1u16 << (cols - c)) - 1
         };
+        if ahead && (size * c).is_multiple_of(64) {
+            for row in rows {
+                prefetch_ahead(row.as_ptr().wrapping_add(size * c));
+            }
+        }
         let x: [__m512; R] = from_fn(|r| load::<KIND>(rows[r], c, mask));
         for q in 0..Q {
             // SAFETY: the assert above puts columns c..min(c + 16, cols) of

@@ -11,14 +11,15 @@
 //! NaN or an infinity shows in it, and so does a zero row, so only rows
 //! whose sum is 0, NaN or infinite are looked at value by value. The loops
 //! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
-//! widest the CPU has is chosen at run time; each row asks for the row two
-//! ahead to be brought into cache. Sums are made by `undertrained`'s row
+//! widest the CPU has is chosen at run time; BF16 and F32 rows ask for
+//! their bytes further on to be brought into cache as they are read (see
+//! `cpu::prefetch_ahead`). Sums are made by `undertrained`'s row
 //! kernel (`kernel::dots`), in f32 in 32 lanes, value `j` of each step of
 //! 32 in lane `j`, and the lanes added in order, so that both commands get
 //! the same sums; the norm is redone in f64 when f32 overflows or
 //! underflows.
 
-use crate::cmd::undertrained::kernel::{Bf16, L as LANES, PREFETCH_ROWS, Row, dots, prefetch};
+use crate::cmd::undertrained::kernel::{Bf16, L as LANES, Row, dots};
 use crate::dtype::Dtype;
 use crate::matrix::convert;
 
@@ -133,8 +134,7 @@ fn rows_with<const FMA: bool, const N: usize>(
         .bytes_for(cols as u64)
         .expect("Matrix::new checked the row size") as usize;
     scratch.resize(cols, 0.0);
-    for (i, row) in raw.chunks_exact(row_bytes).enumerate() {
-        prefetch(raw.get((i + PREFETCH_ROWS) * row_bytes..(i + PREFETCH_ROWS + 1) * row_bytes));
+    for row in raw.chunks_exact(row_bytes) {
         let (sum, dot) = match dtype {
             Dtype::BF16 => dots::<FMA, N>(Bf16(row), vs),
             Dtype::F32 => dots::<FMA, N>(F32Bytes(row), vs),
@@ -198,6 +198,13 @@ impl Row for F32Bytes<'_> {
     fn at(self, j: usize) -> f32 {
         let b = &self.0[4 * j..4 * j + 4];
         f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+    #[inline(always)]
+    fn prefetch_ahead(self, k: usize) {
+        // A step's 128 bytes: two lines.
+        let p = self.0.as_ptr().wrapping_add(4 * k);
+        crate::cpu::prefetch_ahead(p);
+        crate::cpu::prefetch_ahead(p.wrapping_add(64));
     }
 }
 

@@ -3,7 +3,7 @@
 //! vectors given cost anything), and `acc += y·r`, over a row of f32
 //! values or of BF16 bytes read in place (decoded in registers a step at a
 //! time), with or without fused multiply-adds, written so the compiler
-//! vectorises them; and prefetching of the rows ahead. `check` and
+//! vectorises them; and prefetching of the bytes ahead. `check` and
 //! `undertrained` share these loops, so their sums agree bit for bit.
 
 /// `x * y + acc`, fused when `FMA` (only in builds for CPUs that have
@@ -25,6 +25,12 @@ pub(crate) trait Row: Copy {
     fn chunk(self, k: usize) -> [f32; L];
     /// Value `j`.
     fn at(self, j: usize) -> f32;
+    /// Asks for the stored bytes of values `k..k + L`, a fixed distance
+    /// further on, to be brought into cache (see `cpu::prefetch_ahead`):
+    /// rows read in place from a mapped matrix do; values already in
+    /// memory (converted rows) need not.
+    #[inline(always)]
+    fn prefetch_ahead(self, _k: usize) {}
 }
 
 impl Row for &[f32] {
@@ -70,6 +76,11 @@ impl Row for Bf16<'_> {
     fn at(self, j: usize) -> f32 {
         bf16(self.0[2 * j], self.0[2 * j + 1])
     }
+    #[inline(always)]
+    fn prefetch_ahead(self, k: usize) {
+        // A step's 64 bytes: one line's worth.
+        crate::cpu::prefetch_ahead(self.0.as_ptr().wrapping_add(2 * k));
+    }
 }
 
 /// `r·r` and `r·v` for each of the `N` vectors (at most 2, each of
@@ -93,6 +104,15 @@ pub(crate) fn dots<const FMA: bool, const N: usize>(
     let (mut sq, mut a0, mut a1) = ([0f32; L], [0f32; L], [0f32; L]);
     let whole = r.len() / L * L;
     for k in (0..whole).step_by(L) {
+        // With dot products, a step has work enough for the memory to sit
+        // idle between its loads, and asking ahead hides the wait. `r·r`
+        // alone streams at memory speed on the hardware prefetchers, and
+        // requests of its own only compete with them (measured on a Zen 4:
+        // `check`'s head pass 10% slower with them, `undertrained`'s
+        // passes 10% faster).
+        if N > 0 {
+            r.prefetch_ahead(k);
+        }
         let (x, v0, v1) = (r.chunk(k), step(0, k), step(1, k));
         for l in 0..L {
             sq[l] = madd::<FMA>(x[l], x[l], sq[l]);
@@ -132,10 +152,9 @@ pub(super) fn axpy<const FMA: bool>(acc: &mut [f32], y: f32, r: impl Row) {
     }
 }
 
-/// Rows ahead whose bytes are asked of memory before they are needed.
-pub(crate) const PREFETCH_ROWS: usize = 2;
-
-/// Asks for `bytes` to be brought into cache, one request per 64-byte line.
+/// Asks for `bytes` to be brought into cache, one request per 64-byte line
+/// (for a row read out of order, such as the component sample's next one;
+/// rows read in order ask as they go, see [`Row::prefetch_ahead`]).
 #[inline(always)]
 pub(crate) fn prefetch(bytes: Option<&[u8]>) {
     #[cfg(target_arch = "x86_64")]

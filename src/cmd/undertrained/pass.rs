@@ -22,7 +22,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
 
-use super::kernel::{Bf16, PREFETCH_ROWS, dots, prefetch};
+use super::kernel::{Bf16, dots};
 use crate::cpu::has_avx512;
 
 /// Per-row sums from the pass over a matrix.
@@ -101,11 +101,7 @@ fn rows<const FMA: bool, const N: usize>(
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let (sq, d) = match raw {
-            Some(raw) => {
-                let bytes = |i: usize| raw.get(i * cols * 2..(i + 1) * cols * 2);
-                prefetch(bytes(i + PREFETCH_ROWS));
-                dots::<FMA, N>(Bf16(bytes(i).expect("whole rows")), vs)
-            }
+            Some(raw) => dots::<FMA, N>(Bf16(&raw[i * cols * 2..(i + 1) * cols * 2]), vs),
             None => dots::<FMA, N>(&buf[i * cols..(i + 1) * cols], vs),
         };
         let mut sums = [sq, 0.0, 0.0];
