@@ -182,7 +182,12 @@ impl Prepared {
         dots: &mut [f32],
     ) {
         let nq = self.nq();
-        self.first_pass(m.block_bytes(rows.clone()), &[], s);
+        // As the scan does: the block after this one is prefetched during
+        // the int8 pass (so the kernel choice times what the scan runs).
+        let next = rows.end..(rows.end + rows.len()).min(m.rows());
+        let ahead = m.block_bytes(next);
+        touch_pages(ahead);
+        self.first_pass(m.block_bytes(rows.clone()), ahead, s);
         for (i, row) in s.rows.iter().enumerate() {
             for (q, quant) in self.quant.iter().enumerate() {
                 let d = s.dots[i * nq + q].wrapping_sub(quant.offset);
