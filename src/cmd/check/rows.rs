@@ -19,7 +19,7 @@
 //! the same sums; the norm is redone in f64 when f32 overflows or
 //! underflows.
 
-use crate::cmd::undertrained::kernel::{Bf16, L as LANES, Row, dots};
+use crate::cmd::undertrained::kernel::{Bf16, L as LANES, Row, dots, dots_each};
 use crate::dtype::Dtype;
 use crate::matrix::convert;
 
@@ -133,46 +133,56 @@ fn rows_with<const FMA: bool, const N: usize>(
     let row_bytes = dtype
         .bytes_for(cols as u64)
         .expect("Matrix::new checked the row size") as usize;
-    scratch.resize(cols, 0.0);
-    for row in raw.chunks_exact(row_bytes) {
-        let (sum, dot) = match dtype {
-            Dtype::BF16 => dots::<FMA, N>(Bf16(row), vs),
-            Dtype::F32 => dots::<FMA, N>(F32Bytes(row), vs),
-            _ => {
-                convert(dtype, row, scratch);
-                dots::<FMA, N>(scratch.as_slice(), vs)
-            }
-        };
-        let dot = dot.into_iter().next().unwrap_or(0.0);
-        let mut s = RowSummary {
+    let n = raw.len() / row_bytes;
+    let row = |i: usize| &raw[i * row_bytes..(i + 1) * row_bytes];
+    let (first, mut closer_look) = (out.len(), Vec::new());
+    // Each row's summary as its sums come, a tile of rows at a time (see
+    // `dots_each`), while the tile's bytes are still in cache.
+    let mut summary = |(sum, dot): (f32, [f32; N])| {
+        let i = out.len() - first;
+        out.push(RowSummary {
             norm: sum.sqrt(),
             sq: sum,
-            dot,
+            dot: dot.into_iter().next().unwrap_or(0.0),
             nan: false,
             inf: false,
             zero: false,
-            hash: row_key(row, sum),
-        };
+            hash: row_key(row(i), sum),
+        });
         // A NaN or an infinity makes the sum NaN or infinite, and only a
-        // zero row (or one of tiny values) sums to 0: the rare rows that do
-        // either get a closer look.
+        // zero row (or one of tiny values) sums to 0: the rare rows that
+        // do either get a closer look.
         if !(sum > 0.0 && sum.is_finite()) {
-            convert(dtype, row, scratch);
-            s.nan = scratch.iter().any(|x| x.is_nan());
-            s.inf = scratch.iter().any(|x| x.is_infinite());
-            s.zero = scratch.iter().all(|&x| x == 0.0);
-            s.norm = if s.nan || s.inf {
-                f32::NAN
-            } else {
-                // Squares that overflow or underflow f32.
-                scratch
-                    .iter()
-                    .map(|&x| f64::from(x) * f64::from(x))
-                    .sum::<f64>()
-                    .sqrt() as f32
-            };
+            closer_look.push(i);
         }
-        out.push(s);
+    };
+    scratch.resize(cols, 0.0);
+    match dtype {
+        Dtype::BF16 => dots_each::<FMA, N, _>(n, |i| Bf16(row(i)), vs, summary),
+        Dtype::F32 => dots_each::<FMA, N, _>(n, |i| F32Bytes(row(i)), vs, summary),
+        _ => {
+            for i in 0..n {
+                convert(dtype, row(i), scratch);
+                summary(dots::<FMA, N>(scratch.as_slice(), vs));
+            }
+        }
+    }
+    for i in closer_look {
+        convert(dtype, row(i), scratch);
+        let s = &mut out[first + i];
+        s.nan = scratch.iter().any(|x| x.is_nan());
+        s.inf = scratch.iter().any(|x| x.is_infinite());
+        s.zero = scratch.iter().all(|&x| x == 0.0);
+        s.norm = if s.nan || s.inf {
+            f32::NAN
+        } else {
+            // Squares that overflow or underflow f32.
+            scratch
+                .iter()
+                .map(|&x| f64::from(x) * f64::from(x))
+                .sum::<f64>()
+                .sqrt() as f32
+        };
     }
 }
 

@@ -22,7 +22,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search;
 
-use super::kernel::{Bf16, dots};
+use super::kernel::{Bf16, dots_each};
 use crate::cpu::has_avx512;
 
 /// Per-row sums from the pass over a matrix.
@@ -99,16 +99,19 @@ fn rows<const FMA: bool, const N: usize>(
     let Rows { buf, raw, cols, .. } = b;
     let n = raw.map_or(buf.len(), |raw| raw.len() / 2) / cols;
     let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let (sq, d) = match raw {
-            Some(raw) => dots::<FMA, N>(Bf16(&raw[i * cols * 2..(i + 1) * cols * 2]), vs),
-            None => dots::<FMA, N>(&buf[i * cols..(i + 1) * cols], vs),
-        };
+    let put = |(sq, d): (f32, [f32; N])| {
         let mut sums = [sq, 0.0, 0.0];
         for (k, v) in at.into_iter().zip(d) {
             sums[k] = v;
         }
         out.push(if sq.is_finite() { sums } else { [f32::NAN; 3] });
+    };
+    match raw {
+        Some(raw) => {
+            let row = |i: usize| Bf16(&raw[i * cols * 2..(i + 1) * cols * 2]);
+            dots_each::<FMA, N, _>(n, row, vs, put);
+        }
+        None => dots_each::<FMA, N, _>(n, |i| &buf[i * cols..(i + 1) * cols], vs, put),
     }
     out
 }
