@@ -198,10 +198,7 @@ fn measure(m: &Matrix, rows: usize, prepared: &[Queries]) -> (Vec<Duration>, usi
             // line per page is read, so the rows stay cold.
             let mine = (w * n * PROBE_ROUNDS * rows).min(last_start);
             let end = ((w + 1) * n * PROBE_ROUNDS * rows).min(m.rows());
-            for b in m.block_bytes(mine..end).iter().step_by(4096) {
-                // SAFETY: `b` is a reference; a volatile read keeps the load.
-                unsafe { std::ptr::read_volatile(b) };
-            }
+            super::touch_pages(m.block_bytes(mine..end));
             let mut best = vec![Duration::MAX; n];
             for round in 0..PROBE_ROUNDS {
                 for (i, q) in prepared.iter().enumerate() {

@@ -186,7 +186,7 @@ impl Prepared {
         // the int8 pass (so the kernel choice times what the scan runs).
         let next = rows.end..(rows.end + rows.len()).min(m.rows());
         let ahead = m.block_bytes(next);
-        touch_pages(ahead);
+        super::touch_pages(ahead);
         self.first_pass(m.block_bytes(rows.clone()), ahead, s);
         for (i, row) in s.rows.iter().enumerate() {
             for (q, quant) in self.quant.iter().enumerate() {
@@ -223,7 +223,7 @@ impl Prepared {
         // next: its rows are prefetched during the int8 pass.
         let next = rows.end..(rows.end + rows.len()).min(m.rows());
         let ahead = m.block_bytes(next);
-        touch_pages(ahead);
+        super::touch_pages(ahead);
         self.first_pass(bytes, ahead, s);
         let nq = self.nq();
         assert_eq!(lists.len(), nq);
@@ -390,18 +390,6 @@ impl Prepared {
         };
         // SAFETY: as above.
         unsafe { walk(&t, rows, &mut s.dots) }
-    }
-}
-
-/// Reads the first byte of every 4 KiB page of `bytes`: this maps the
-/// pages not mapped yet (a fault now rather than in the middle of
-/// quantizing) and starts their first cache lines, in parallel, so that the
-/// prefetches of the int8 pass find the pages' translations. (Measured: the
-/// prefetches alone hid little of the wait on the mapped rows.)
-fn touch_pages(bytes: &[u8]) {
-    for b in bytes.iter().step_by(4096) {
-        // SAFETY: `b` is a reference; a volatile read keeps the load.
-        unsafe { std::ptr::read_volatile(b) };
     }
 }
 

@@ -11,13 +11,13 @@
 //! NaN or an infinity shows in it, and so does a zero row, so only rows
 //! whose sum is 0, NaN or infinite are looked at value by value. The loops
 //! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
-//! widest the CPU has is chosen at run time; BF16 and F32 rows ask for
-//! their bytes further on to be brought into cache as they are read (see
-//! `cpu::prefetch_ahead`). Sums are made by `undertrained`'s row
-//! kernel (`kernel::dots`), in f32 in 32 lanes, value `j` of each step of
-//! 32 in lane `j`, and the lanes added in order, so that both commands get
-//! the same sums; the norm is redone in f64 when f32 overflows or
-//! underflows.
+//! widest the CPU has is chosen at run time. With the dot product, rows
+//! are summed 8 at a time and BF16 and F32 rows ask for their bytes
+//! further on as they are read (see `kernel::dots_each`). Sums are made by
+//! `undertrained`'s row kernel (`kernel::dots`), in f32 in 32 lanes, value
+//! `j` of each step of 32 in lane `j`, and the lanes added in order, so
+//! that both commands get the same sums; the norm is redone in f64 when
+//! f32 overflows or underflows.
 
 use crate::cmd::undertrained::kernel::{Bf16, L as LANES, Row, dots, dots_each};
 use crate::dtype::Dtype;
