@@ -70,14 +70,20 @@ struct Part {
     scratch: Vec<f32>,
 }
 
-/// The single streaming pass over `m`. For the embedding, `reference` is
-/// where the reference mean appears: each block dots its rows with it
-/// when it is there.
+/// [`read`] and [`stats`] of one matrix (the pass does them apart).
+#[cfg(test)]
 pub(crate) fn scan(
     m: &Matrix,
     progress: &Progress,
     reference: Option<&OnceLock<Reference>>,
 ) -> Stats {
+    stats(read(m, progress, reference), m.rows(), reference.is_some())
+}
+
+/// The single streaming pass over `m`: its blocks, in any order. For the
+/// embedding, `reference` is where the reference mean appears: each block
+/// dots its rows with it when it is there.
+fn read(m: &Matrix, progress: &Progress, reference: Option<&OnceLock<Reference>>) -> Vec<Block> {
     let (dtype, cols) = (m.dtype(), m.cols());
     let part = search::scan(
         m,
@@ -89,7 +95,7 @@ pub(crate) fn scan(
                 Some(None) => (None, true),
                 Some(Some(r)) => (r.mean.as_deref(), false),
             };
-            let mut rows = Vec::new();
+            let mut rows = Vec::with_capacity(raw.len() / m.row_len_bytes());
             rows::summarize(dtype, cols, raw, dotted, &mut part.scratch, &mut rows);
             part.blocks.push(Block {
                 first,
@@ -102,16 +108,21 @@ pub(crate) fn scan(
             a
         },
     );
-    let mut blocks = part.blocks;
+    part.blocks
+}
+
+/// The statistics of a matrix of `rows` rows from the blocks of its pass,
+/// with the embedding's sums when `with_sums`.
+fn stats(mut blocks: Vec<Block>, rows: usize, with_sums: bool) -> Stats {
     blocks.sort_by_key(|b| b.first);
     let mut stats = Stats {
-        norms: Vec::with_capacity(m.rows()),
-        hashes: Vec::with_capacity(m.rows()),
+        norms: Vec::with_capacity(rows),
+        hashes: Vec::with_capacity(rows),
         ..Stats::default()
     };
-    let mut sums = reference.map(|_| Sums {
-        sq: Vec::with_capacity(m.rows()),
-        dot: Vec::with_capacity(m.rows()),
+    let mut sums = with_sums.then(|| Sums {
+        sq: Vec::with_capacity(rows),
+        dot: Vec::with_capacity(rows),
         pending: Vec::new(),
     });
     for b in blocks {
@@ -186,8 +197,11 @@ pub(crate) struct Scanned<'a> {
 }
 
 /// The value pass: one streaming scan of each matrix, the `embedding`
-/// last (with its dot products, see [`scan`]), counted on `progress`.
-/// Returns them in the order of `matrices`.
+/// last (with its dot products, see [`read`]), counted on `progress`.
+/// Returns them in the order of `matrices`. Each matrix's blocks are
+/// gathered into its statistics once every matrix is read, all matrices
+/// at once: between two scans, one thread gathering would leave the other
+/// cores idle.
 pub(crate) fn pass<'a>(
     ckpt: &'a Checkpoint,
     matrices: &[&'a TensorEntry],
@@ -198,17 +212,28 @@ pub(crate) fn pass<'a>(
     let is_embedding = |t: &TensorEntry| embedding.is_some_and(|e| e.name == t.name);
     let mut order: Vec<usize> = (0..matrices.len()).collect();
     order.sort_by_key(|&i| is_embedding(matrices[i]));
-    let mut out: Vec<(usize, Scanned<'a>)> = order
+    let read: Vec<_> = order
         .into_iter()
         .map(|i| {
             let t = matrices[i];
-            let stats = ckpt
+            let reference = is_embedding(t).then_some(reference);
+            let blocks = ckpt
                 .matrix(t)
                 .map(|m| {
-                    let stats = scan(&m, progress, is_embedding(t).then_some(reference));
-                    (m, stats)
+                    let blocks = read(&m, progress, reference);
+                    (m, blocks)
                 })
                 .map_err(|e| e.to_string());
+            (i, t, blocks, reference.is_some())
+        })
+        .collect();
+    let mut out: Vec<(usize, Scanned<'a>)> = read
+        .into_par_iter()
+        .map(|(i, t, blocks, with_sums)| {
+            let stats = blocks.map(|(m, blocks)| {
+                let stats = stats(blocks, m.rows(), with_sums);
+                (m, stats)
+            });
             (i, Scanned { tensor: t, stats })
         })
         .collect();
