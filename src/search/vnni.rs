@@ -182,12 +182,8 @@ impl Prepared {
         dots: &mut [f32],
     ) {
         let nq = self.nq();
-        // As the scan does: the block after this one is prefetched during
-        // the int8 pass (so the kernel choice times what the scan runs).
-        let next = rows.end..(rows.end + rows.len()).min(m.rows());
-        let ahead = m.block_bytes(next);
-        super::touch_pages(ahead);
-        self.first_pass(m.block_bytes(rows.clone()), ahead, s);
+        // As the scan does (so the kernel choice times what the scan runs).
+        self.first_pass_prefetching(m, rows.clone(), s);
         for (i, row) in s.rows.iter().enumerate() {
             for (q, quant) in self.quant.iter().enumerate() {
                 let d = s.dots[i * nq + q].wrapping_sub(quant.offset);
@@ -219,12 +215,7 @@ impl Prepared {
     ) {
         assert!(available());
         let bytes = m.block_bytes(rows.clone());
-        // The block after this one, which this worker most likely scans
-        // next: its rows are prefetched during the int8 pass.
-        let next = rows.end..(rows.end + rows.len()).min(m.rows());
-        let ahead = m.block_bytes(next);
-        super::touch_pages(ahead);
-        self.first_pass(bytes, ahead, s);
+        self.first_pass_prefetching(m, rows.clone(), s);
         let nq = self.nq();
         assert_eq!(lists.len(), nq);
         // Per query, the factors of the checks, as arrays (the loop over
@@ -359,6 +350,17 @@ impl Prepared {
             }
         }
         out
+    }
+
+    /// [`Self::first_pass`] on `rows` of `m`, prefetching the block after
+    /// them (the one this worker most likely scans next): its pages are
+    /// touched first (see `touch_pages`), its lines prefetched during the
+    /// int8 pass.
+    fn first_pass_prefetching(&self, m: &Matrix, rows: Range<usize>, s: &mut Scratch) {
+        let next = rows.end..(rows.end + rows.len()).min(m.rows());
+        let ahead = m.block_bytes(next);
+        super::touch_pages(ahead);
+        self.first_pass(m.block_bytes(rows), ahead, s);
     }
 
     /// Quantizes the stored BF16 rows `bytes` into `s` and fills `s.dots`
