@@ -16,8 +16,7 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::x86::{BF16, Block, F16, F32};
-use crate::cpu::prefetch_ahead;
+use super::x86::{BF16, Block, F16, F32, prefetch_first_read};
 use crate::dtype::Dtype;
 
 /// Columns per step.
@@ -188,16 +187,9 @@ fn tile<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
     let high = _mm256_set1_epi32(0xFFFF_0000_u32 as i32);
     let mut acc = [[_mm256_setzero_ps(); Q]; R];
     let mut norm_acc = [_mm256_setzero_ps(); R];
-    // The first query tile's walk is the first read of the rows.
-    let ahead = q0 == 0;
-    let size = if KIND == F32 { 4 } else { 2 };
     let mut c = 0;
     while c < whole {
-        if ahead && (size * c).is_multiple_of(64) {
-            for row in rows {
-                prefetch_ahead(row.as_ptr().wrapping_add(size * c));
-            }
-        }
+        prefetch_first_read::<KIND>(&rows, q0, c);
         // SAFETY: `c + STEP <= cols`, so the loads below read columns
         // c..c + 16 of rows and queries that hold `cols` values each (the
         // slices above are exactly one row or query long); loadu needs no

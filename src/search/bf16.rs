@@ -121,14 +121,12 @@ fn walk(
             };
             macro_rules! tiles {
                 ($(($r:literal, $q:literal)),*) => {
-                    match (rn, qn, lo, q0 == 0, n.is_empty()) {
+                    match (rn, qn, lo, n.is_empty()) {
                         $(
-                            ($r, $q, false, true, false) => tile::<$r, $q, false, true, true>(&t, r0, q0, n, dots),
-                            ($r, $q, true, true, false) => tile::<$r, $q, true, true, true>(&t, r0, q0, n, dots),
-                            ($r, $q, false, true, true) => tile::<$r, $q, false, true, false>(&t, r0, q0, n, dots),
-                            ($r, $q, true, true, true) => tile::<$r, $q, true, true, false>(&t, r0, q0, n, dots),
-                            ($r, $q, false, false, _) => tile::<$r, $q, false, false, false>(&t, r0, q0, n, dots),
-                            ($r, $q, true, false, _) => tile::<$r, $q, true, false, false>(&t, r0, q0, n, dots),
+                            ($r, $q, false, false) => tile::<$r, $q, false, true>(&t, r0, q0, n, dots),
+                            ($r, $q, true, false) => tile::<$r, $q, true, true>(&t, r0, q0, n, dots),
+                            ($r, $q, false, true) => tile::<$r, $q, false, false>(&t, r0, q0, n, dots),
+                            ($r, $q, true, true) => tile::<$r, $q, true, false>(&t, r0, q0, n, dots),
                         )*
                         _ => unreachable!("tile {rn} x {qn}"),
                     }
@@ -193,12 +191,12 @@ pub(super) unsafe fn load_bf16(p: *const u8, mask: __mmask32) -> __m512bh {
 
 /// One tile of `R` rows from `r0` × `Q` queries from `q0`: each product
 /// `row · q` is accumulated as `row · hi + row · lo` per 32-column chunk
-/// (`row · hi` alone without `LO`). With `AHEAD` (the first read of the
-/// rows), it asks for the rows' bytes further on (see [`prefetch_ahead`]);
-/// with `NORMS`, it also sums each row's squared norm as `row · row`
-/// (exact BF16 products, f32 sums) into `norms`.
+/// (`row · hi` alone without `LO`). The first query tile (`q0 == 0`, the
+/// first read of the rows) asks for the rows' bytes further on (see
+/// [`prefetch_ahead`]); with `NORMS`, it also sums each row's squared norm
+/// as `row · row` (exact BF16 products, f32 sums) into `norms`.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-fn tile<const R: usize, const Q: usize, const LO: bool, const AHEAD: bool, const NORMS: bool>(
+fn tile<const R: usize, const Q: usize, const LO: bool, const NORMS: bool>(
     t: &Shared,
     r0: usize,
     q0: usize,
@@ -215,9 +213,10 @@ fn tile<const R: usize, const Q: usize, const LO: bool, const AHEAD: bool, const
     assert!(!NORMS || r0 + R <= norms.len());
     let mut acc = [[_mm512_setzero_ps(); Q]; R];
     let mut norm_acc = [_mm512_setzero_ps(); R];
+    let ahead = q0 == 0;
     for c in (0..cols).step_by(32) {
         let mask = chunk_mask(cols, c);
-        if AHEAD {
+        if ahead {
             for &p in &row_ptr {
                 prefetch_ahead(p.wrapping_add(2 * c));
             }

@@ -207,11 +207,7 @@ impl<'a> Block<'a> {
         norms: Option<&[f32]>,
         dots: &[f32],
     ) -> Self {
-        let row_bytes = match kind {
-            F32 => 4,
-            BF16 | F16 => 2,
-            _ => panic!("unknown row kind {kind}"),
-        } * cols;
+        let row_bytes = value_bytes(kind) * cols;
         assert!(
             cols > 0 && bytes.len().is_multiple_of(row_bytes),
             "whole rows"
@@ -237,6 +233,29 @@ impl<'a> Block<'a> {
     pub(super) fn row_tile<const R: usize>(&self, r0: usize) -> [&'a [u8]; R] {
         let n = self.row_bytes;
         from_fn(|r| &self.bytes[(r0 + r) * n..(r0 + r + 1) * n])
+    }
+}
+
+/// Stored bytes per value of rows of `kind`; panics on an unknown kind.
+#[inline(always)]
+pub(super) fn value_bytes(kind: u8) -> usize {
+    match kind {
+        F32 => 4,
+        BF16 | F16 => 2,
+        _ => panic!("unknown row kind {kind}"),
+    }
+}
+
+/// In a tile's first read of its rows (the walk of query tile `q0 == 0`),
+/// asks for each row's bytes further on (see `cpu::prefetch_ahead`) at
+/// column `c`, once per 64-byte line, the rows stored as `KIND`.
+#[inline(always)]
+pub(super) fn prefetch_first_read<const KIND: u8>(rows: &[&[u8]], q0: usize, c: usize) {
+    let at = value_bytes(KIND) * c;
+    if q0 == 0 && at.is_multiple_of(64) {
+        for row in rows {
+            prefetch_ahead(row.as_ptr().wrapping_add(at));
+        }
     }
 }
 
@@ -310,9 +329,6 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
     let q_ptr: [*const f32; Q] = from_fn(|q| b.queries[(q0 + q) * cols..].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); Q]; R];
     let mut norm_acc = [_mm512_setzero_ps(); R];
-    // The first query tile's walk is the first read of the rows.
-    let ahead = q0 == 0;
-    let size = if KIND == F32 { 4 } else { 2 };
     let mut c = 0;
     while c < cols {
         let mask: __mmask16 = if cols - c >= 16 {
@@ -320,11 +336,7 @@ fn tile_f32<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
         } else {
             (1u16 << (cols - c)) - 1
         };
-        if ahead && (size * c).is_multiple_of(64) {
-            for row in rows {
-                prefetch_ahead(row.as_ptr().wrapping_add(size * c));
-            }
-        }
+        prefetch_first_read::<KIND>(&rows, q0, c);
         let x: [__m512; R] = from_fn(|r| load::<KIND>(rows[r], c, mask));
         for q in 0..Q {
             // SAFETY: the assert above puts columns c..min(c + 16, cols) of
