@@ -15,6 +15,7 @@ mod cpu;
 pub mod dtype;
 pub mod error;
 pub mod matrix;
+mod median;
 pub mod progress;
 pub mod render;
 mod repeats;

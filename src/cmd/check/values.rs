@@ -12,8 +12,8 @@ use super::header::UNREACHABLE_CODES;
 use super::pass::{Scanned, Stats};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::checkpoint::TensorEntry;
-use crate::cmd::undertrained::median;
 use crate::matrix::Matrix;
+use crate::median::{median, median_of, middle};
 use crate::render::bytes;
 use crate::roles::TieStatus;
 use crate::vocab::Vocab;
@@ -29,12 +29,17 @@ pub(crate) fn outliers(rows: &[(u32, f32)]) -> (Vec<u32>, f64, f64) {
     if rows.len() < 8 {
         return (Vec::new(), 0.0, f64::INFINITY);
     }
-    let logs: Vec<f64> = rows.iter().map(|&(_, n)| f64::from(n).ln()).collect();
-    let med = median(&mut logs.clone());
-    let dev: Vec<f64> = logs.iter().map(|l| (l - med).abs()).collect();
+    // The median log-norm, from the middle norms (the logarithm keeps
+    // their order; an odd count has one, given twice).
+    let (lo, hi, _) = middle(rows.iter().map(|&(_, n)| f64::from(n))).expect("rows");
+    let med = (lo.ln() + hi.ln()) / 2.0;
+    let dev: Vec<f64> = rows
+        .iter()
+        .map(|&(_, n)| (f64::from(n).ln() - med).abs())
+        .collect();
     // A floor of 1% keeps near-constant norms (normalised rows) from
     // flagging rounding noise.
-    let sigma = (1.4826 * median(&mut dev.clone())).max(0.01);
+    let sigma = (1.4826 * median(&dev)).max(0.01);
     let limit = OUTLIER_SIGMAS * sigma;
     let mut out: Vec<(f64, u32)> = rows
         .iter()
@@ -77,12 +82,12 @@ pub(crate) fn classify(norms: &[f32], reachable_median: Option<f64>) -> &'static
 
 /// The median of the finite `norms` (`None` without any).
 fn finite_median(norms: &[f32]) -> Option<f64> {
-    let mut v: Vec<f64> = norms
-        .iter()
-        .filter(|n| n.is_finite())
-        .map(|&n| f64::from(n))
-        .collect();
-    (!v.is_empty()).then(|| median(&mut v))
+    median_of(
+        norms
+            .iter()
+            .filter(|n| n.is_finite())
+            .map(|&n| f64::from(n)),
+    )
 }
 
 /// Findings from the value pass, each matrix on its own core; also
@@ -295,8 +300,7 @@ fn norm_findings(
     let vocab = s.vocab;
     let min = live.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
     let max = live.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let mut v: Vec<f64> = live.iter().map(|&(_, n)| f64::from(n)).collect();
-    let med = median(&mut v);
+    let med = median_of(live.iter().map(|&(_, n)| f64::from(n)))?;
     out.push(Finding::new(
         Severity::Info,
         "norm-summary",
@@ -324,8 +328,7 @@ fn norm_findings(
         .filter_map(|&id| Some((id, norm_of(id)?)))
         .collect();
     if !placeholders.is_empty() {
-        let mut p: Vec<f64> = placeholders.iter().map(|&(_, n)| f64::from(n)).collect();
-        let p_med = median(&mut p);
+        let p_med = median_of(placeholders.iter().map(|&(_, n)| f64::from(n))).expect("rows");
         let ids: Vec<u32> = placeholders.iter().map(|&(id, _)| id).collect();
         out.push(Finding::new(
             Severity::Info,

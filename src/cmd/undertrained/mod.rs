@@ -31,7 +31,6 @@ use serde::Serialize;
 
 pub use plan::Stage;
 pub use reference::ReferenceSpec;
-pub(crate) use score::median;
 pub use score::{Histogram, STRONG};
 
 use std::sync::OnceLock;

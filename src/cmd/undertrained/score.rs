@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+use crate::median::median_of;
+
 /// Rows scoring at least this are strong candidates: this many robust
 /// standard deviations beyond the median row, on the mean of the
 /// indicators. A normal distribution puts about 3 rows in 10 million there.
@@ -24,19 +26,6 @@ pub(crate) enum Direction {
     LowLog,
 }
 
-/// The median of `v` (non-empty), reordering it.
-pub(crate) fn median(v: &mut [f64]) -> f64 {
-    let mid = v.len() / 2;
-    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
-    let hi = *m;
-    if v.len().is_multiple_of(2) {
-        let lo = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lo + hi) / 2.0
-    } else {
-        hi
-    }
-}
-
 /// Oriented robust z-scores of `values`; NaN stays NaN. On the log scale a
 /// zero becomes a thousandth of the median positive value.
 pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
@@ -50,14 +39,8 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
         return vec![f64::NAN; values.len()];
     }
     // On the log scale, the value a zero (or less) counts as.
-    let floor = (dir == Direction::LowLog).then(|| {
-        let mut positive: Vec<f64> = finite().filter(|&x| x > 0.0).collect();
-        if positive.is_empty() {
-            1e-30
-        } else {
-            median(&mut positive) * 1e-3
-        }
-    });
+    let floor = (dir == Direction::LowLog)
+        .then(|| median_of(finite().filter(|&x| x > 0.0)).map_or(1e-30, |m| m * 1e-3));
     let transform = |x: f64| floor.map_or(x, |floor| -(x.max(floor)).ln());
     // Each value transformed once (a logarithm each, on the log scale).
     let mut z: Vec<f64> = values
@@ -70,12 +53,11 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
             }
         })
         .collect();
-    // The finite ones, reordered by the medians: first the transformed
-    // values, then their deviations from the median.
-    let mut finite_z: Vec<f64> = z.iter().copied().filter(|x| !x.is_nan()).collect();
-    let med = median(&mut finite_z);
-    finite_z.iter_mut().for_each(|x| *x = (*x - med).abs());
-    let sigma = (1.4826 * median(&mut finite_z)).max(MIN_SIGMA);
+    // The medians of the finite ones, then of their deviations.
+    let finite_z = || z.iter().copied().filter(|x| !x.is_nan());
+    let med = median_of(finite_z()).expect("a finite value");
+    let dev = median_of(finite_z().map(|x| (x - med).abs())).expect("a finite value");
+    let sigma = (1.4826 * dev).max(MIN_SIGMA);
     z.iter_mut().for_each(|x| *x = (*x - med) / sigma);
     z
 }
