@@ -4,7 +4,7 @@
 //! value would not stay in cache (it runs beside the streaming pass).
 
 /// The `items` whose hash another item may share: every item that does,
-/// and about one in eight of the others (see [`Repeats`]), in the order
+/// and about one in sixteen of the others (see [`Repeats`]), in the order
 /// given. The caller tells them apart exactly, by sorting these few.
 pub(crate) fn maybe_repeated<T>(
     items: impl ExactSizeIterator<Item = T> + Clone,
@@ -17,9 +17,9 @@ pub(crate) fn maybe_repeated<T>(
     items.filter(|item| repeats.hit_again(hash(item))).collect()
 }
 
-/// Places in a table of at least 8 bits per value, marked when a hash
+/// Places in a table of at least 16 bits per value, marked when a hash
 /// lands on them once and again when one lands there a second time.
-/// Every repeated hash [`Repeats::hit_again`]; so do about one in eight
+/// Every repeated hash [`Repeats::hit_again`]; so do about one in sixteen
 /// of the others, which the caller tells apart exactly (a sort of the few
 /// that pass). Hashes that all land in one place (crafted input) only make
 /// every value pass.
@@ -32,7 +32,7 @@ struct Repeats {
 impl Repeats {
     /// An empty filter for `n` values.
     fn new(n: usize) -> Self {
-        let bits = (n.max(64) * 8).next_power_of_two();
+        let bits = (n.max(64) * 16).next_power_of_two();
         Repeats {
             once: vec![0; bits / 64],
             again: vec![0; bits / 64],

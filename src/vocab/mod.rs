@@ -505,7 +505,7 @@ impl Vocab {
     }
 
     /// `(token, id)` of every entry whose string another entry may have
-    /// too (see [`maybe_repeated`]): all that do, and about one in eight
+    /// too (see [`maybe_repeated`]): all that do, and about one in sixteen
     /// of the rest, so that the exact comparison (a sort) is left to few
     /// entries.
     fn maybe_shared(&self) -> Vec<(&str, u32)> {

@@ -237,10 +237,18 @@ impl<'a> Check<'a> {
     /// Adds the findings of the value pass and returns the whole report.
     pub fn finish(self, values: Values) -> CheckReport {
         let Check { s, mut findings } = self;
-        let Values { scanned, reference } = values;
+        let Values {
+            mut scanned,
+            reference,
+        } = values;
+        // The embedding's sums (the only ones kept) are the candidates
+        // finding's alone.
+        let sums = scanned
+            .iter_mut()
+            .find_map(|x| x.stats.as_mut().ok()?.1.sums.take());
         let (from_values, candidates) = rayon::join(
             || values::findings(&s, &scanned, &mut findings),
-            || undertrained::finding(&s, &scanned, &reference),
+            || undertrained::finding(&s, &scanned, sums, &reference),
         );
         findings.extend(from_values);
         findings.extend(candidates);

@@ -152,14 +152,13 @@ fn stats(mut blocks: Vec<Block>, rows: usize, with_sums: bool) -> Stats {
     stats
 }
 
-/// The dot products with `mean` of every row: those of `sums`, with the
-/// rows the pass read before the reference was known (`sums.pending`)
-/// made now, on all cores: one more read of those rows only.
-pub(crate) fn dots(m: &Matrix, sums: &Sums, mean: &[f32]) -> Vec<f32> {
+/// Completes the dot products of `sums` with `mean`: those of the rows
+/// the pass read before the reference was known (`sums.pending`) are made
+/// now, on all cores: one more read of those rows only.
+pub(crate) fn complete_dots(m: &Matrix, sums: &mut Sums, mean: &[f32]) {
     let (dtype, cols) = (m.dtype(), m.cols());
-    let done: Vec<(usize, Vec<f32>)> = sums
-        .pending
-        .par_iter()
+    let done: Vec<(usize, Vec<f32>)> = std::mem::take(&mut sums.pending)
+        .into_par_iter()
         .map_init(Vec::new, |scratch, range| {
             let mut rows = Vec::with_capacity(range.len());
             let raw = m.block_bytes(range.clone());
@@ -167,11 +166,9 @@ pub(crate) fn dots(m: &Matrix, sums: &Sums, mean: &[f32]) -> Vec<f32> {
             (range.start, rows.iter().map(|r| r.dot).collect())
         })
         .collect();
-    let mut dot = sums.dot.clone();
     for (first, block) in done {
-        dot[first..first + block.len()].copy_from_slice(&block);
+        sums.dot[first..first + block.len()].copy_from_slice(&block);
     }
-    dot
 }
 
 /// The matrices the value pass reads: the embedding, and the head unless
@@ -293,8 +290,13 @@ mod tests {
             assert!(late.pending.len() > 1, "{dtype}: one block only");
             assert!(late.dot.iter().all(|&d| d == 0.0));
             assert_eq!(late.sq, early.sq, "{dtype}");
-            assert_eq!(dots(&m, &late, dotted), early.dot, "{dtype}");
-            assert_eq!(dots(&m, &early, dotted), early.dot, "{dtype}");
+            let mut late = late;
+            complete_dots(&m, &mut late, dotted);
+            assert_eq!(late.dot, early.dot, "{dtype}");
+            assert!(late.pending.is_empty(), "{dtype}");
+            let mut early = early;
+            complete_dots(&m, &mut early, dotted);
+            assert_eq!(late.dot, early.dot, "{dtype}");
             for i in [0, 17, rows - 1] {
                 let exact: f64 = m
                     .row(i)

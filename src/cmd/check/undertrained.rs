@@ -8,7 +8,7 @@
 
 use serde_json::json;
 
-use super::pass::{self, Scanned};
+use super::pass::{self, Scanned, Sums};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::cmd::undertrained::{self, STRONG};
 use crate::matrix::Matrix;
@@ -41,29 +41,36 @@ impl Reference {
 pub(super) fn finding(
     s: &Subject,
     scanned: &[Scanned],
+    sums: Option<Sums>,
     reference: &std::sync::OnceLock<Reference>,
 ) -> Option<Finding> {
     let name = &s.embedding?.name;
-    let (m, stats) = scanned
+    let (m, _) = scanned
         .iter()
         .find(|x| &x.tensor.name == name)?
         .stats
         .as_ref()
         .ok()?;
     let reference = reference.get_or_init(|| Reference::resolve(m, s.vocab));
-    let sums = stats.sums.as_ref()?;
-    let dot = match &reference.mean {
-        Some(mean) => pass::dots(m, sums, mean),
-        None => Vec::new(),
+    let Sums {
+        mut sq, mut dot, ..
+    } = {
+        let mut sums = sums?;
+        match &reference.mean {
+            Some(mean) => pass::complete_dots(m, &mut sums, mean),
+            None => sums.dot.clear(),
+        }
+        sums
     };
     // As `undertrained` has them: NaN for a row whose sum is not finite.
-    let finite_or_nan = |x: f32, sq: f32| if sq.is_finite() { x } else { f32::NAN };
-    let sq = sums.sq.iter().map(|&sq| finite_or_nan(sq, sq)).collect();
-    let dot = dot
-        .iter()
-        .zip(&sums.sq)
-        .map(|(&d, &sq)| finite_or_nan(d, sq))
-        .collect();
+    for (i, sq) in sq.iter_mut().enumerate() {
+        if !sq.is_finite() {
+            *sq = f32::NAN;
+            if let Some(d) = dot.get_mut(i) {
+                *d = f32::NAN;
+            }
+        }
+    }
     let mean = reference.mean.as_deref();
     let (indicators, scores) = undertrained::embed_scores(sq, dot, mean);
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();

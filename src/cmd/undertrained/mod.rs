@@ -184,13 +184,14 @@ pub(crate) fn embed_scores(
         dot_ref,
         ..RowSums::default()
     };
+    // The norm counts only without a reference (see `scored_indicators`).
     let ind = Indicators {
-        embed_norm: Some(indicators::norms(&a)),
+        embed_norm: mean.is_none().then(|| indicators::norms(&a)),
         embed_distance: mean.map(|m| indicators::distances(&a, m)),
         ..Indicators::default()
     };
     let (names, zs) = scored_indicators(&ind);
-    (names, score::combine(&zs, rows))
+    (names, score::combine(zs, rows))
 }
 
 /// Runs the analysis, loading the vocabulary with `load` while the first
@@ -345,7 +346,7 @@ struct Ranked {
 /// Scores every row from `ind` and picks the `top` best.
 fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
     let (indicators, zs) = scored_indicators(ind);
-    let scores = score::combine(&zs, rows);
+    let scores = score::combine(zs, rows);
     let histogram = score::histogram(&scores, BINS);
     let strong_ids: Vec<u32> = (0..rows as u32)
         .filter(|&i| scores[i as usize] >= STRONG)

@@ -63,7 +63,15 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
 }
 
 /// The mean of each row's finite z-scores over `zs`; NaN when none is.
-pub(crate) fn combine(zs: &[Vec<f64>], rows: usize) -> Vec<f64> {
+/// One indicator's scores become the combined ones in place.
+pub(crate) fn combine(mut zs: Vec<Vec<f64>>, rows: usize) -> Vec<f64> {
+    if let [_] = &zs[..] {
+        let mut z = zs.pop().expect("one indicator");
+        // As the mean below has it: `0.0 + x` over one, and NaN.
+        z.iter_mut()
+            .for_each(|x| *x = if x.is_finite() { 0.0 + *x } else { f64::NAN });
+        return z;
+    }
     (0..rows)
         .map(|i| {
             let (sum, n) = zs
@@ -147,9 +155,12 @@ mod tests {
     #[test]
     fn combined_is_the_mean_of_finite_scores() {
         let zs = vec![vec![1.0, f64::NAN, f64::NAN], vec![3.0, 4.0, f64::NAN]];
-        let c = combine(&zs, 3);
+        let c = combine(zs, 3);
         assert_eq!(c[..2], [2.0, 4.0]);
         assert!(c[2].is_nan());
+        let one = combine(vec![vec![-1.5, f64::INFINITY, f64::NAN]], 3);
+        assert_eq!(one[0], -1.5);
+        assert!(one[1].is_nan() && one[2].is_nan());
     }
 
     #[test]
