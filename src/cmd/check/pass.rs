@@ -54,22 +54,27 @@ pub(crate) struct Sums {
     pub pending: Vec<Range<usize>>,
 }
 
-/// One block of rows as a worker read it.
+/// One block of rows as a worker read it: its summaries are
+/// `Part::rows[at..at + len]`.
 struct Block {
     first: usize,
-    rows: Vec<RowSummary>,
+    at: usize,
+    len: usize,
     /// Read before the reference was known.
     pending: bool,
 }
 
-/// One worker's share of the pass: whole blocks, in any order.
+/// What one fold of the scan read: whole blocks, in any order, their
+/// summaries in one vector. (A vector per block of 128 rows was a fresh
+/// 4 KiB of the worker's heap each time: glibc grew the heap a page at a
+/// time, one `mprotect` call per block, some 800 per worker per matrix.)
 #[derive(Default)]
 struct Part {
     blocks: Vec<Block>,
+    rows: Vec<RowSummary>,
     /// A buffer for converting rows.
     scratch: Vec<f32>,
 }
-
 /// [`read`] and [`stats`] of one matrix (the pass does them apart).
 #[cfg(test)]
 pub(crate) fn scan(
@@ -80,41 +85,47 @@ pub(crate) fn scan(
     stats(read(m, progress, reference), m.rows(), reference.is_some())
 }
 
-/// The single streaming pass over `m`: its blocks, in any order. For the
+/// The single streaming pass over `m`: its blocks, in any order, in the
+/// parts of the scan's folds. For the
 /// embedding, `reference` is where the reference mean appears: each block
 /// dots its rows with it when it is there.
-fn read(m: &Matrix, progress: &Progress, reference: Option<&OnceLock<Reference>>) -> Vec<Block> {
+fn read(m: &Matrix, progress: &Progress, reference: Option<&OnceLock<Reference>>) -> Vec<Part> {
     let (dtype, cols) = (m.dtype(), m.cols());
-    let part = search::scan(
+    search::scan(
         m,
         progress,
-        Part::default,
-        |part: &mut Part, first: usize, raw: &[u8]| {
+        || vec![Part::default()],
+        |parts: &mut Vec<Part>, first: usize, raw: &[u8]| {
             let (dotted, pending) = match reference.map(OnceLock::get) {
                 None => (None, false),
                 Some(None) => (None, true),
                 Some(Some(r)) => (r.mean.as_deref(), false),
             };
-            let mut rows = Vec::with_capacity(raw.len() / m.row_len_bytes());
-            rows::summarize(dtype, cols, raw, dotted, &mut part.scratch, &mut rows);
+            let part = parts.last_mut().expect("a part per fold");
+            let at = part.rows.len();
+            rows::summarize(dtype, cols, raw, dotted, &mut part.scratch, &mut part.rows);
             part.blocks.push(Block {
                 first,
-                rows,
+                at,
+                len: part.rows.len() - at,
                 pending,
             });
         },
-        |mut a: Part, b: Part| {
-            a.blocks.extend(b.blocks);
+        |mut a: Vec<Part>, b: Vec<Part>| {
+            a.extend(b);
             a
         },
-    );
-    part.blocks
+    )
 }
 
-/// The statistics of a matrix of `rows` rows from the blocks of its pass,
+/// The statistics of a matrix of `rows` rows from the parts of its pass,
 /// with the embedding's sums when `with_sums`.
-fn stats(mut blocks: Vec<Block>, rows: usize, with_sums: bool) -> Stats {
-    blocks.sort_by_key(|b| b.first);
+fn stats(parts: Vec<Part>, rows: usize, with_sums: bool) -> Stats {
+    let mut blocks: Vec<(&Block, &[RowSummary])> = parts
+        .iter()
+        .flat_map(|p| p.blocks.iter().map(|b| (b, &p.rows[b.at..b.at + b.len])))
+        .collect();
+    blocks.sort_by_key(|(b, _)| b.first);
     let mut stats = Stats {
         norms: Vec::with_capacity(rows),
         hashes: Vec::with_capacity(rows),
@@ -125,8 +136,8 @@ fn stats(mut blocks: Vec<Block>, rows: usize, with_sums: bool) -> Stats {
         dot: Vec::with_capacity(rows),
         pending: Vec::new(),
     });
-    for b in blocks {
-        for (i, r) in b.rows.iter().enumerate() {
+    for (b, summaries) in blocks {
+        for (i, r) in summaries.iter().enumerate() {
             let id = (b.first + i) as u32;
             for (flag, list) in [
                 (r.nan, &mut stats.nan),
@@ -141,10 +152,10 @@ fn stats(mut blocks: Vec<Block>, rows: usize, with_sums: bool) -> Stats {
             stats.hashes.push(r.hash);
         }
         if let Some(s) = &mut sums {
-            s.sq.extend(b.rows.iter().map(|r| r.sq));
-            s.dot.extend(b.rows.iter().map(|r| r.dot));
+            s.sq.extend(summaries.iter().map(|r| r.sq));
+            s.dot.extend(summaries.iter().map(|r| r.dot));
             if b.pending {
-                s.pending.push(b.first..b.first + b.rows.len());
+                s.pending.push(b.first..b.first + b.len);
             }
         }
     }
@@ -214,21 +225,21 @@ pub(crate) fn pass<'a>(
         .map(|i| {
             let t = matrices[i];
             let reference = is_embedding(t).then_some(reference);
-            let blocks = ckpt
+            let parts = ckpt
                 .matrix(t)
                 .map(|m| {
-                    let blocks = read(&m, progress, reference);
-                    (m, blocks)
+                    let parts = read(&m, progress, reference);
+                    (m, parts)
                 })
                 .map_err(|e| e.to_string());
-            (i, t, blocks, reference.is_some())
+            (i, t, parts, reference.is_some())
         })
         .collect();
     let mut out: Vec<(usize, Scanned<'a>)> = read
         .into_par_iter()
-        .map(|(i, t, blocks, with_sums)| {
-            let stats = blocks.map(|(m, blocks)| {
-                let stats = stats(blocks, m.rows(), with_sums);
+        .map(|(i, t, parts, with_sums)| {
+            let stats = parts.map(|(m, parts)| {
+                let stats = stats(parts, m.rows(), with_sums);
                 (m, stats)
             });
             (i, Scanned { tensor: t, stats })

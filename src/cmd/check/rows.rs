@@ -310,7 +310,10 @@ fn finish(mut acc: [u64; 8], tail: &[u8], len: usize) -> u64 {
     };
     let mut h = (len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     for l in 0..4 {
-        h = h.wrapping_add(fold(acc[2 * l] ^ KEYS[2 * l + 1], acc[2 * l + 1] ^ KEYS[2 * l]));
+        h = h.wrapping_add(fold(
+            acc[2 * l] ^ KEYS[2 * l + 1],
+            acc[2 * l + 1] ^ KEYS[2 * l],
+        ));
     }
     h ^= h >> 37;
     h = h.wrapping_mul(0x1656_6791_9E37_79F9);
