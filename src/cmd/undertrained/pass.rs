@@ -43,22 +43,25 @@ pub(crate) struct RowSums {
 /// `None` inside when there is none.
 pub(crate) type Mean = OnceLock<Option<Vec<f32>>>;
 
-/// One block's per-row sums: its first row, the sums, and whether the
-/// reference mean was still unknown.
-type Block = (usize, Vec<[f32; 3]>, bool);
+/// One block as a worker read it: its first row, where its per-row sums
+/// lie in [`Part::sums`] and how many, and whether the reference mean was
+/// still unknown.
+struct Block {
+    first: usize,
+    at: usize,
+    len: usize,
+    pending: bool,
+}
 
-/// One worker's share of a pass: its blocks' per-row sums.
+/// What one fold of the scan read: whole blocks, in any order, their
+/// sums in one vector (a vector per block grew glibc's heap for the
+/// worker a page at a time, one `mprotect` call per block, as in
+/// `check`'s pass).
 #[derive(Default)]
 struct Part {
     blocks: Vec<Block>,
+    sums: Vec<[f32; 3]>,
     buf: Vec<f32>,
-}
-
-impl Part {
-    fn merge(mut self, other: Part) -> Part {
-        self.blocks.extend(other.blocks);
-        self
-    }
 }
 
 /// A block's rows and the vectors they are dotted with.
@@ -77,14 +80,15 @@ struct Rows<'a> {
 }
 
 /// The block's per-row sums `|r|²`, `r·m` and `r·c` (0 for a vector not
-/// given, which costs nothing), NaN for a row that is not finite.
+/// given, which costs nothing), NaN for a row that is not finite,
+/// appended to `out`.
 #[inline(always)]
-fn block_body<const FMA: bool>(b: Rows) -> Vec<[f32; 3]> {
+fn block_body<const FMA: bool>(b: Rows, out: &mut Vec<[f32; 3]>) {
     match (b.mean, b.pc) {
-        (Some(m), Some(c)) => rows::<FMA, 2>(b, [m, c], [1, 2]),
-        (Some(m), None) => rows::<FMA, 1>(b, [m], [1]),
-        (None, Some(c)) => rows::<FMA, 1>(b, [c], [2]),
-        (None, None) => rows::<FMA, 0>(b, [], []),
+        (Some(m), Some(c)) => rows::<FMA, 2>(b, [m, c], [1, 2], out),
+        (Some(m), None) => rows::<FMA, 1>(b, [m], [1], out),
+        (None, Some(c)) => rows::<FMA, 1>(b, [c], [2], out),
+        (None, None) => rows::<FMA, 0>(b, [], [], out),
     }
 }
 
@@ -95,10 +99,11 @@ fn rows<const FMA: bool, const N: usize>(
     b: Rows,
     vs: [&[f32]; N],
     at: [usize; N],
-) -> Vec<[f32; 3]> {
+    out: &mut Vec<[f32; 3]>,
+) {
     let Rows { buf, raw, cols, .. } = b;
     let n = raw.map_or(buf.len(), |raw| raw.len() / 2) / cols;
-    let mut out = Vec::with_capacity(n);
+    out.reserve(n);
     let put = |(sq, d): (f32, [f32; N])| {
         let mut sums = [sq, 0.0, 0.0];
         for (k, v) in at.into_iter().zip(d) {
@@ -113,7 +118,6 @@ fn rows<const FMA: bool, const N: usize>(
         }
         None => dots_each::<FMA, N, _>(n, |i| &buf[i * cols..(i + 1) * cols], vs, put),
     }
-    out
 }
 
 /// [`block_body`] compiled for AVX-512, with fused multiply-adds.
@@ -122,20 +126,20 @@ fn rows<const FMA: bool, const N: usize>(
 /// The CPU must have AVX-512F (which implies FMA).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn block_avx512(b: Rows) -> Vec<[f32; 3]> {
-    block_body::<true>(b)
+unsafe fn block_avx512(b: Rows, out: &mut Vec<[f32; 3]>) {
+    block_body::<true>(b, out)
 }
 
 /// [`block_body`] on the widest instructions the CPU has: AVX-512 when
 /// `wide`, else the portable build.
-fn block(wide: bool, b: Rows) -> Vec<[f32; 3]> {
+fn block(wide: bool, b: Rows, out: &mut Vec<[f32; 3]>) {
     #[cfg(target_arch = "x86_64")]
     if wide {
         // SAFETY: `wide` is only true when the CPU has AVX-512F (see `has_avx512`).
-        return unsafe { block_avx512(b) };
+        return unsafe { block_avx512(b, out) };
     }
     let _ = wide;
-    block_body::<false>(b)
+    block_body::<false>(b, out)
 }
 
 /// Reads `m` once for per-row sums against the `reference` mean and the
@@ -156,12 +160,10 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
     let done: Vec<(usize, Vec<[f32; 3]>)> = std::mem::take(&mut rows.pending)
         .into_par_iter()
         .map(|range| {
-            let first = range.start;
+            let (first, mut part) = (range.start, Part::default());
             let raw = m.block_bytes(range);
-            (
-                first,
-                visit(wide, m, &mut Vec::new(), first, raw, Some(mean), None),
-            )
+            visit(wide, m, &mut part, first, raw, Some(mean), None);
+            (first, part.sums)
         })
         .collect();
     for (first, block) in done {
@@ -171,17 +173,19 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
     }
 }
 
-/// One block of whole rows, `raw` as stored (`buf` holds the decoded
-/// values of other dtypes than BF16): its per-row sums.
+/// One block of whole rows, `raw` as stored (`part.buf` holds the
+/// decoded values of other dtypes than BF16): its per-row sums, appended
+/// to `part.sums`.
 fn visit(
     wide: bool,
     m: &Matrix,
-    buf: &mut Vec<f32>,
+    part: &mut Part,
     first: usize,
     raw: &[u8],
     mean: Option<&[f32]>,
     pc: Option<&[f32]>,
-) -> Vec<[f32; 3]> {
+) {
+    let Part { buf, sums: out, .. } = part;
     let bf16 = m.dtype() == Dtype::BF16;
     if !bf16 {
         let n = raw.len() / m.row_len_bytes();
@@ -198,6 +202,7 @@ fn visit(
             mean,
             pc,
         },
+        out,
     )
 }
 
@@ -209,28 +214,43 @@ fn sums_with(
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
-    let mut part = search::scan(
+    let parts = search::scan(
         m,
         progress,
-        Part::default,
-        |p: &mut Part, first: usize, raw: &[u8]| {
+        || vec![Part::default()],
+        |parts: &mut Vec<Part>, first: usize, raw: &[u8]| {
             let (mean, pending) = match reference.get() {
                 None => (None, true),
                 Some(mean) => (mean.as_deref(), false),
             };
-            let sums = visit(wide, m, &mut p.buf, first, raw, mean, pc);
-            p.blocks.push((first, sums, pending));
+            let p = parts.last_mut().expect("a part per fold");
+            let at = p.sums.len();
+            visit(wide, m, p, first, raw, mean, pc);
+            let len = p.sums.len() - at;
+            p.blocks.push(Block {
+                first,
+                at,
+                len,
+                pending,
+            });
         },
-        Part::merge,
+        |mut a: Vec<Part>, b: Vec<Part>| {
+            a.extend(b);
+            a
+        },
     );
     progress.finish();
-    part.blocks.sort_by_key(|b| b.0);
+    let mut blocks: Vec<(&Block, &[[f32; 3]])> = parts
+        .iter()
+        .flat_map(|p| p.blocks.iter().map(|b| (b, &p.sums[b.at..b.at + b.len])))
+        .collect();
+    blocks.sort_by_key(|(b, _)| b.first);
     let mut rows = RowSums::default();
-    for (first, block, pending) in part.blocks {
-        if pending {
-            rows.pending.push(first..first + block.len());
+    for (b, sums) in blocks {
+        if b.pending {
+            rows.pending.push(b.first..b.first + b.len);
         }
-        for [sq, dr, dv] in block {
+        for &[sq, dr, dv] in sums {
             rows.sq.push(sq);
             rows.dot_ref.push(dr);
             rows.dot_pc.push(dv);
