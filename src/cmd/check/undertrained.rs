@@ -36,8 +36,8 @@ impl Reference {
 
 /// The finding when rows outside the reference set score as strong
 /// candidates; none otherwise (or when the embedding's values could not be
-/// read: other findings say why). Completes the embedding's dot products
-/// first when the pass read rows before the reference was known.
+/// read: other findings say why), from the embedding's `sums`, which it
+/// completes first when the pass read rows before the reference was known.
 pub(super) fn finding(
     s: &Subject,
     scanned: &[Scanned],
@@ -52,16 +52,14 @@ pub(super) fn finding(
         .as_ref()
         .ok()?;
     let reference = reference.get_or_init(|| Reference::resolve(m, s.vocab));
+    let mut sums = sums?;
+    match &reference.mean {
+        Some(mean) => pass::complete_dots(m, &mut sums, mean),
+        None => sums.dot.clear(),
+    }
     let Sums {
         mut sq, mut dot, ..
-    } = {
-        let mut sums = sums?;
-        match &reference.mean {
-            Some(mean) => pass::complete_dots(m, &mut sums, mean),
-            None => sums.dot.clear(),
-        }
-        sums
-    };
+    } = sums;
     // As `undertrained` has them: NaN for a row whose sum is not finite.
     for (i, sq) in sq.iter_mut().enumerate() {
         if !sq.is_finite() {

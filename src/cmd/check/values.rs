@@ -31,7 +31,7 @@ pub(crate) fn outliers(rows: &[(u32, f32)]) -> (Vec<u32>, f64, f64) {
     }
     // The median log-norm, from the middle norms (the logarithm keeps
     // their order; an odd count has one, given twice).
-    let (lo, hi, _) = middle(rows.iter().map(|&(_, n)| f64::from(n))).expect("rows");
+    let (lo, hi, _) = middle(rows.iter().map(|&(_, n)| f64::from(n))).expect("8 rows or more");
     let med = (lo.ln() + hi.ln()) / 2.0;
     let dev: Vec<f64> = rows
         .iter()
@@ -328,7 +328,8 @@ fn norm_findings(
         .filter_map(|&id| Some((id, norm_of(id)?)))
         .collect();
     if !placeholders.is_empty() {
-        let p_med = median_of(placeholders.iter().map(|&(_, n)| f64::from(n))).expect("rows");
+        let p_med =
+            median_of(placeholders.iter().map(|&(_, n)| f64::from(n))).expect("placeholder rows");
         let ids: Vec<u32> = placeholders.iter().map(|&(id, _)| id).collect();
         out.push(Finding::new(
             Severity::Info,
