@@ -215,6 +215,34 @@ pub fn scan<S: Send>(
     state.unwrap_or_else(init)
 }
 
+/// [`scan`] for results of one value per row: `visit(state, first_row,
+/// raw, out)` appends the results of the block's rows to `out`. Returns
+/// the runs of blocks the workers read one after the other, in row order,
+/// each with its state and its rows' results in one vector (a vector per
+/// block of 128 rows grew a worker's heap a page at a time, one `mprotect`
+/// call per block). Unless `progress` was cancelled, the results of all
+/// runs together are one per row of `m`, in order.
+pub(crate) fn scan_rows<S: Send, T: Send>(
+    m: &Matrix,
+    progress: &Progress,
+    init: impl Fn() -> S + Sync,
+    visit: impl Fn(&mut S, usize, &[u8], &mut Vec<T>) + Sync,
+) -> Vec<(S, Vec<T>)> {
+    scan(
+        m,
+        progress,
+        || vec![(init(), Vec::new())],
+        |runs, first, raw| {
+            let (state, out) = runs.last_mut().expect("a run per fold");
+            visit(state, first, raw, out);
+        },
+        |mut a, b| {
+            a.extend(b);
+            a
+        },
+    )
+}
+
 /// Rows per block of about `bytes`: a multiple of 32 (the AMX tile pair) or
 /// else of 8 (the AVX-512 row tile) when possible.
 fn block_rows(m: &Matrix, bytes: usize) -> usize {

@@ -409,6 +409,28 @@ fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
 }
 
 #[test]
+fn scan_rows_gives_every_row_one_result_in_order() {
+    // 4 MB: four 1 MiB blocks, so runs and their order are exercised.
+    let (rows, cols) = (5000, 400);
+    let (bytes, _) = store(&values(rows * cols, 5), Dtype::F16);
+    let m = Matrix::new("t", &bytes, Dtype::F16, &[rows, cols]).unwrap();
+    let runs = scan_rows(
+        &m,
+        &Progress::hidden(),
+        || 0usize,
+        |blocks, first, raw, out| {
+            *blocks += 1;
+            out.extend(first..first + raw.len() / (2 * cols));
+        },
+    );
+    let blocks = rows.div_ceil(block_rows(&m, SCAN_BLOCK_BYTES));
+    assert!(blocks > 1);
+    assert_eq!(runs.iter().map(|(b, _)| b).sum::<usize>(), blocks);
+    let ids: Vec<usize> = runs.into_iter().flat_map(|(_, out)| out).collect();
+    assert_eq!(ids, (0..rows).collect::<Vec<_>>());
+}
+
+#[test]
 fn scan_sees_every_row_once_in_order() {
     // 4 MB: four 1 MiB blocks, so order and merging are exercised.
     let (rows, cols) = (5000, 400);

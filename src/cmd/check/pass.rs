@@ -54,27 +54,15 @@ pub(crate) struct Sums {
     pub pending: Vec<Range<usize>>,
 }
 
-/// One block of rows as a worker read it: its summaries are
-/// `Part::rows[at..at + len]`.
-struct Block {
-    first: usize,
-    at: usize,
-    len: usize,
-    /// Read before the reference was known.
-    pending: bool,
+/// What a worker keeps over a run of blocks (see [`search::scan_rows`]):
+/// a buffer for converting rows, and the blocks read before the
+/// reference was known.
+#[derive(Default)]
+struct Run {
+    scratch: Vec<f32>,
+    pending: Vec<Range<usize>>,
 }
 
-/// What one fold of the scan read: whole blocks, in any order, their
-/// summaries in one vector. (A vector per block of 128 rows was a fresh
-/// 4 KiB of the worker's heap each time: glibc grew the heap a page at a
-/// time, one `mprotect` call per block, some 800 per worker per matrix.)
-#[derive(Default)]
-struct Part {
-    blocks: Vec<Block>,
-    rows: Vec<RowSummary>,
-    /// A buffer for converting rows.
-    scratch: Vec<f32>,
-}
 /// [`read`] and [`stats`] of one matrix (the pass does them apart).
 #[cfg(test)]
 pub(crate) fn scan(
@@ -85,47 +73,33 @@ pub(crate) fn scan(
     stats(read(m, progress, reference), m.rows(), reference.is_some())
 }
 
-/// The single streaming pass over `m`: its blocks, in any order, in the
-/// parts of the scan's folds. For the
-/// embedding, `reference` is where the reference mean appears: each block
-/// dots its rows with it when it is there.
-fn read(m: &Matrix, progress: &Progress, reference: Option<&OnceLock<Reference>>) -> Vec<Part> {
+/// The single streaming pass over `m`: every row's summary, in row order,
+/// in the runs of the scan. For the embedding, `reference` is where the
+/// reference mean appears: each block dots its rows with it when it is
+/// there.
+fn read(
+    m: &Matrix,
+    progress: &Progress,
+    reference: Option<&OnceLock<Reference>>,
+) -> Vec<(Run, Vec<RowSummary>)> {
     let (dtype, cols) = (m.dtype(), m.cols());
-    search::scan(
-        m,
-        progress,
-        || vec![Part::default()],
-        |parts: &mut Vec<Part>, first: usize, raw: &[u8]| {
-            let (dotted, pending) = match reference.map(OnceLock::get) {
-                None => (None, false),
-                Some(None) => (None, true),
-                Some(Some(r)) => (r.mean.as_deref(), false),
-            };
-            let part = parts.last_mut().expect("a part per fold");
-            let at = part.rows.len();
-            rows::summarize(dtype, cols, raw, dotted, &mut part.scratch, &mut part.rows);
-            part.blocks.push(Block {
-                first,
-                at,
-                len: part.rows.len() - at,
-                pending,
-            });
-        },
-        |mut a: Vec<Part>, b: Vec<Part>| {
-            a.extend(b);
-            a
-        },
-    )
+    search::scan_rows(m, progress, Run::default, |run, first, raw, out| {
+        let dotted = match reference.map(OnceLock::get) {
+            None => None,
+            Some(None) => {
+                run.pending
+                    .push(first..first + raw.len() / m.row_len_bytes());
+                None
+            }
+            Some(Some(r)) => r.mean.as_deref(),
+        };
+        rows::summarize(dtype, cols, raw, dotted, &mut run.scratch, out);
+    })
 }
 
-/// The statistics of a matrix of `rows` rows from the parts of its pass,
+/// The statistics of a matrix of `rows` rows from the runs of its pass,
 /// with the embedding's sums when `with_sums`.
-fn stats(parts: Vec<Part>, rows: usize, with_sums: bool) -> Stats {
-    let mut blocks: Vec<(&Block, &[RowSummary])> = parts
-        .iter()
-        .flat_map(|p| p.blocks.iter().map(|b| (b, &p.rows[b.at..b.at + b.len])))
-        .collect();
-    blocks.sort_by_key(|(b, _)| b.first);
+fn stats(runs: Vec<(Run, Vec<RowSummary>)>, rows: usize, with_sums: bool) -> Stats {
     let mut stats = Stats {
         norms: Vec::with_capacity(rows),
         hashes: Vec::with_capacity(rows),
@@ -136,9 +110,9 @@ fn stats(parts: Vec<Part>, rows: usize, with_sums: bool) -> Stats {
         dot: Vec::with_capacity(rows),
         pending: Vec::new(),
     });
-    for (b, summaries) in blocks {
-        for (i, r) in summaries.iter().enumerate() {
-            let id = (b.first + i) as u32;
+    let mut id = 0u32;
+    for (run, summaries) in runs {
+        for r in &summaries {
             for (flag, list) in [
                 (r.nan, &mut stats.nan),
                 (r.inf, &mut stats.inf),
@@ -150,13 +124,12 @@ fn stats(parts: Vec<Part>, rows: usize, with_sums: bool) -> Stats {
             }
             stats.norms.push(r.norm);
             stats.hashes.push(r.hash);
+            id += 1;
         }
         if let Some(s) = &mut sums {
             s.sq.extend(summaries.iter().map(|r| r.sq));
             s.dot.extend(summaries.iter().map(|r| r.dot));
-            if b.pending {
-                s.pending.push(b.first..b.first + b.len);
-            }
+            s.pending.extend(run.pending);
         }
     }
     stats.sums = sums;
@@ -225,21 +198,21 @@ pub(crate) fn pass<'a>(
         .map(|i| {
             let t = matrices[i];
             let reference = is_embedding(t).then_some(reference);
-            let parts = ckpt
+            let runs = ckpt
                 .matrix(t)
                 .map(|m| {
-                    let parts = read(&m, progress, reference);
-                    (m, parts)
+                    let runs = read(&m, progress, reference);
+                    (m, runs)
                 })
                 .map_err(|e| e.to_string());
-            (i, t, parts, reference.is_some())
+            (i, t, runs, reference.is_some())
         })
         .collect();
     let mut out: Vec<(usize, Scanned<'a>)> = read
         .into_par_iter()
-        .map(|(i, t, parts, with_sums)| {
-            let stats = parts.map(|(m, parts)| {
-                let stats = stats(parts, m.rows(), with_sums);
+        .map(|(i, t, runs, with_sums)| {
+            let stats = runs.map(|(m, runs)| {
+                let stats = stats(runs, m.rows(), with_sums);
                 (m, stats)
             });
             (i, Scanned { tensor: t, stats })

@@ -43,25 +43,13 @@ pub(crate) struct RowSums {
 /// `None` inside when there is none.
 pub(crate) type Mean = OnceLock<Option<Vec<f32>>>;
 
-/// One block as a worker read it: its first row, where its per-row sums
-/// lie in [`Part::sums`] and how many, and whether the reference mean was
-/// still unknown.
-struct Block {
-    first: usize,
-    at: usize,
-    len: usize,
-    pending: bool,
-}
-
-/// What one fold of the scan read: whole blocks, in any order, their
-/// sums in one vector (a vector per block grew glibc's heap for the
-/// worker a page at a time, one `mprotect` call per block, as in
-/// `check`'s pass).
+/// What a worker keeps over a run of blocks (see [`search::scan_rows`]):
+/// a buffer for decoding rows, and the blocks read before the reference
+/// mean was known.
 #[derive(Default)]
-struct Part {
-    blocks: Vec<Block>,
-    sums: Vec<[f32; 3]>,
+struct Run {
     buf: Vec<f32>,
+    pending: Vec<Range<usize>>,
 }
 
 /// A block's rows and the vectors they are dotted with.
@@ -160,10 +148,9 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
     let done: Vec<(usize, Vec<[f32; 3]>)> = std::mem::take(&mut rows.pending)
         .into_par_iter()
         .map(|range| {
-            let (first, mut part) = (range.start, Part::default());
-            let raw = m.block_bytes(range);
-            visit(wide, m, &mut part, first, raw, Some(mean), None);
-            (first, part.sums)
+            let (first, mut sums) = (range.start, Vec::new());
+            visit(wide, m, &mut Vec::new(), range, Some(mean), None, &mut sums);
+            (first, sums)
         })
         .collect();
     for (first, block) in done {
@@ -173,24 +160,23 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
     }
 }
 
-/// One block of whole rows, `raw` as stored (`part.buf` holds the
-/// decoded values of other dtypes than BF16): its per-row sums, appended
-/// to `part.sums`.
+/// The block of whole `rows` of `m` (`buf` holds the decoded values of
+/// other dtypes than BF16, which are read in place): its per-row sums,
+/// appended to `out`.
 fn visit(
     wide: bool,
     m: &Matrix,
-    part: &mut Part,
-    first: usize,
-    raw: &[u8],
+    buf: &mut Vec<f32>,
+    rows: Range<usize>,
     mean: Option<&[f32]>,
     pc: Option<&[f32]>,
+    out: &mut Vec<[f32; 3]>,
 ) {
-    let Part { buf, sums: out, .. } = part;
     let bf16 = m.dtype() == Dtype::BF16;
+    let raw = m.block_bytes(rows.clone());
     if !bf16 {
-        let n = raw.len() / m.row_len_bytes();
-        buf.resize(n * m.cols(), 0.0);
-        m.block_into(first..first + n, buf);
+        buf.resize(rows.len() * m.cols(), 0.0);
+        m.block_into(rows, buf);
     }
     let (raw, cols) = (bf16.then_some(raw), m.cols());
     block(
@@ -214,43 +200,22 @@ fn sums_with(
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
-    let parts = search::scan(
-        m,
-        progress,
-        || vec![Part::default()],
-        |parts: &mut Vec<Part>, first: usize, raw: &[u8]| {
-            let (mean, pending) = match reference.get() {
-                None => (None, true),
-                Some(mean) => (mean.as_deref(), false),
-            };
-            let p = parts.last_mut().expect("a part per fold");
-            let at = p.sums.len();
-            visit(wide, m, p, first, raw, mean, pc);
-            let len = p.sums.len() - at;
-            p.blocks.push(Block {
-                first,
-                at,
-                len,
-                pending,
-            });
-        },
-        |mut a: Vec<Part>, b: Vec<Part>| {
-            a.extend(b);
-            a
-        },
-    );
+    let runs = search::scan_rows(m, progress, Run::default, |run, first, raw, out| {
+        let rows = first..first + raw.len() / m.row_len_bytes();
+        let mean = match reference.get() {
+            None => {
+                run.pending.push(rows.clone());
+                None
+            }
+            Some(mean) => mean.as_deref(),
+        };
+        visit(wide, m, &mut run.buf, rows, mean, pc, out);
+    });
     progress.finish();
-    let mut blocks: Vec<(&Block, &[[f32; 3]])> = parts
-        .iter()
-        .flat_map(|p| p.blocks.iter().map(|b| (b, &p.sums[b.at..b.at + b.len])))
-        .collect();
-    blocks.sort_by_key(|(b, _)| b.first);
     let mut rows = RowSums::default();
-    for (b, sums) in blocks {
-        if b.pending {
-            rows.pending.push(b.first..b.first + b.len);
-        }
-        for &[sq, dr, dv] in sums {
+    for (run, sums) in runs {
+        rows.pending.extend(run.pending);
+        for [sq, dr, dv] in sums {
             rows.sq.push(sq);
             rows.dot_ref.push(dr);
             rows.dot_pc.push(dv);
