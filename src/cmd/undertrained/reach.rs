@@ -150,11 +150,14 @@ fn restricted<'t>(
     }
     // The kept entries of the model vocab, in file order (the last of
     // repeated strings wins, as in the full tokenizer), then added tokens.
+    // Most entries are not kept, seen without hashing by the sketch.
     let unk = m.unk_token.as_str();
+    let sketch = Sketch::new(keep.iter().map(String::as_bytes));
     let mut out = serde_json::Map::new();
     for (t, id) in vocab.model_entries() {
         let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
-        if keep.contains(t) || byte || unk == Some(t) {
+        let kept = sketch.may_hold(t.as_bytes()) && keep.contains(t);
+        if kept || byte || unk == Some(t) {
             out.insert(t.to_string(), json!(id));
         }
     }
