@@ -81,6 +81,58 @@ impl Entries {
     }
 }
 
+/// Entries read from a file as its bytes, checked for UTF-8 once, as a
+/// whole, when [`ReadEntries::finish`] makes them [`Entries`]: faster than
+/// a check per token, and than the standard library's check of text with
+/// a multi-byte character in most tokens (byte-level BPE's `Ġ`).
+pub(crate) struct ReadEntries {
+    text: Vec<u8>,
+    slots: Vec<Slot>,
+    /// A token starts with a UTF-8 continuation byte.
+    split: bool,
+}
+
+impl ReadEntries {
+    /// Room for `n` entries whose strings take about `bytes` bytes in all
+    /// (pages of it never written are never touched).
+    pub(crate) fn with_capacity(n: usize, bytes: usize) -> Self {
+        ReadEntries {
+            text: Vec::with_capacity(bytes),
+            slots: Vec::with_capacity(n),
+            split: false,
+        }
+    }
+
+    /// Appends a model-vocab entry whose token is `token`, as yet unchecked.
+    pub(crate) fn push(&mut self, token: &[u8], id: u32) {
+        // Valid joined text whose every token starts a character has
+        // every token valid on its own.
+        self.split |= token.first().is_some_and(|&c| c & 0xC0 == 0x80);
+        let start = self.text.len();
+        self.text.extend_from_slice(token);
+        self.slots.push(Slot {
+            start,
+            len: token.len(),
+            id,
+            added: false,
+        });
+    }
+
+    /// The entries, when every token is UTF-8.
+    pub(crate) fn finish(self) -> Option<Entries> {
+        if self.split {
+            return None;
+        }
+        simdutf8::basic::from_utf8(&self.text).ok()?;
+        // SAFETY: `from_utf8` just found the bytes to be UTF-8.
+        let text = unsafe { String::from_utf8_unchecked(self.text) };
+        Some(Entries {
+            text,
+            slots: self.slots,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +149,25 @@ mod tests {
         assert_eq!(e.get(2).map(|x| x.token), Some("▁é"));
         assert_eq!(e.get(3), None);
         assert_eq!(e.iter().next_back().map(|x| x.id), Some(9));
+    }
+
+    #[test]
+    fn read_entries_keep_only_whole_utf8_tokens() {
+        let read = |tokens: &[&[u8]]| {
+            let mut r = ReadEntries::with_capacity(0, 0);
+            for (id, t) in tokens.iter().enumerate() {
+                r.push(t, id as u32);
+            }
+            r.finish()
+                .map(|e| e.iter().map(|x| x.token.to_string()).collect::<Vec<_>>())
+        };
+        let ok: &[&[u8]] = &["Ġking".as_bytes(), b"", "▁é".as_bytes()];
+        assert_eq!(
+            read(ok),
+            Some(vec!["Ġking".into(), String::new(), "▁é".into()])
+        );
+        // `Ġ` (C4 A0) cut in two: valid joined, not as tokens.
+        assert_eq!(read(&[b"a\xC4", b"\xA0b"]), None);
+        assert_eq!(read(&[b"ok", b"\xFF"]), None);
     }
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::entries::Entries;
+use super::entries::{Entries, ReadEntries};
 use super::readable::TokenStyle;
 use super::scan::{self, MergePlaces};
 use crate::error::{Error, Result};
@@ -177,23 +177,41 @@ fn from_bytes(bytes: &[u8], keep: bool) -> serde_json::Result<(RawTokenizer, Opt
 }
 
 /// The parse of `bytes` with the merges checked (their places recorded
-/// when `keep`) and the vocab object read by the hand-written scan, the
-/// rest parsed by serde without them; `None` on anything unexpected (or
-/// an error), or with nothing cut out: serde then parses the whole file
-/// (and says what is wrong).
+/// when `keep`) and the vocab object read by the hand-written scan, in one
+/// walk, the rest parsed by serde without them; `None` on anything
+/// unexpected (or an error), or with nothing cut out: serde then parses
+/// the whole file (and says what is wrong).
 fn scanned(bytes: &[u8], keep: bool) -> Option<(RawTokenizer, Option<Found>)> {
     let mut places = keep.then(MergePlaces::default);
-    let layout = scan::locate(bytes, |merge| {
-        if let Some(p) = &mut places {
-            p.record(bytes, merge);
-        }
-    })?;
+    // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
+    // are longer) in a vocab as long as the file, strings as long as it:
+    // no copies as they grow, the pages beyond never touched. Capped (at
+    // 4M entries, 64 MiB of strings) so that a huge file does not reserve
+    // gigabytes at once.
+    let mut read =
+        ReadEntries::with_capacity((bytes.len() / 12).min(1 << 22), bytes.len().min(1 << 26));
+    let mut escapes_ok = true;
+    let layout = scan::locate(
+        bytes,
+        |merge| {
+            if let Some(p) = &mut places {
+                p.record(bytes, merge);
+            }
+        },
+        |token, id| match token.text() {
+            Some(text) => read.push(&text, id),
+            None => escapes_ok = false,
+        },
+    )?;
     let mut cut: Vec<_> = layout.merges.clone().into_iter().collect();
-    let entries = layout.vocab.clone().and_then(|v| {
-        let entries = vocab_entries(bytes, v.clone())?;
-        cut.push(v);
-        Some(entries)
-    });
+    let entries = match &layout.vocab {
+        Some(v) if layout.vocab_read && escapes_ok => {
+            let entries = read.finish()?;
+            cut.push(v.clone());
+            Some(entries)
+        }
+        _ => None,
+    };
     if cut.is_empty() {
         return None;
     }
@@ -212,39 +230,6 @@ fn scanned(bytes: &[u8], keep: bool) -> Option<(RawTokenizer, Option<Found>)> {
         _ => None,
     };
     Some((raw, found))
-}
-
-/// The entries of the vocab object `bytes[range]`, read by [`scan::vocab`];
-/// `None` when it is not one it reads or not UTF-8 (checked once for the
-/// whole object rather than token by token, by `simdutf8`: byte-level
-/// vocabularies put a two-byte `Ġ` in most tokens, which keeps the
-/// standard library's check off its ASCII fast path, at about a
-/// gigabyte a second; on Llama 3's this saves a tenth of the load).
-fn vocab_entries(bytes: &[u8], range: Range<usize>) -> Option<Entries> {
-    let text = simdutf8::basic::from_utf8(&bytes[range.clone()]).ok()?;
-    // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
-    // are longer) and strings no longer than the object: no copies as it
-    // grows, the pages beyond never touched. Capped (at 4M entries, 64 MiB
-    // of strings) so that a huge file does not reserve gigabytes at once.
-    let mut entries =
-        Entries::with_capacity((range.len() / 12).min(1 << 22), range.len().min(1 << 26));
-    let mut ok = true;
-    scan::vocab(bytes, range.start, |token, id| {
-        if token.escaped {
-            match token.text().map(|t| String::from_utf8(t.into_owned())) {
-                Some(Ok(token)) => entries.push(&token, id, false),
-                _ => ok = false,
-            }
-        } else {
-            // Within the checked text; quotes are char boundaries.
-            let r = token.range_in(bytes);
-            match text.get(r.start + 1 - range.start..r.end - 1 - range.start) {
-                Some(token) => entries.push(token, id, false),
-                None => ok = false,
-            }
-        }
-    })?;
-    ok.then_some(entries)
 }
 
 /// The model name as `info` shows it: the `type` when present, otherwise

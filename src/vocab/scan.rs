@@ -1,7 +1,7 @@
 //! A hand-written scan of a tokenizer.json's layout: where `model.merges`
 //! and `model.vocab` lie in the bytes, so that serde parses the rest
 //! without walking hundreds of thousands of merges and entries, and both
-//! are read in place (see [`merges`] and [`vocab`]).
+//! are read in place, in the same walk (see [`merges`] and [`vocab`]).
 //!
 //! The scan reads strictly what it expects (objects of keys, strings with
 //! valid escapes, the merges' two shapes, ids as plain integers) and gives
@@ -22,15 +22,25 @@ pub(crate) struct Layout {
     pub merges: Option<Range<usize>>,
     /// The `model.vocab` value, when present.
     pub vocab: Option<Range<usize>>,
+    /// Whether `vocab` is an object [`vocab`] read whole: every entry was
+    /// passed to `on_entry` (else some may have been, to be ignored).
+    pub vocab_read: bool,
 }
 
 /// Finds `model.merges` (an array of merges, see [`merges`], each passed
-/// to `on_merge`) and `model.vocab` in `b`; stops as soon as both are
-/// found. `None` when the file is not an object whose `model` object has
-/// one of them, or its `merges` is not an array of one of the two shapes.
-pub(crate) fn locate<'a>(b: &'a [u8], mut on_merge: impl FnMut(Merge<'a>)) -> Option<Layout> {
+/// to `on_merge`) and `model.vocab` in `b`, reading the vocab as it goes
+/// when it is an object [`vocab`] reads (each entry passed to `on_entry`;
+/// otherwise skipped); stops as soon as both are found. `None` when the
+/// file is not an object whose `model` object has one of them, or its
+/// `merges` is not an array of one of the two shapes.
+pub(crate) fn locate<'a>(
+    b: &'a [u8],
+    mut on_merge: impl FnMut(Merge<'a>),
+    mut on_entry: impl FnMut(Part<'a>, u32),
+) -> Option<Layout> {
     let mut found_merges = None;
-    let mut vocab = None;
+    let mut found_vocab = None;
+    let mut vocab_read = false;
     let mut in_model = |key: &[u8], start: usize| -> Option<Flow> {
         let end = match key {
             b"merges" => {
@@ -39,13 +49,18 @@ pub(crate) fn locate<'a>(b: &'a [u8], mut on_merge: impl FnMut(Merge<'a>)) -> Op
                 end
             }
             b"vocab" => {
-                let end = skip_value(b, start)?;
-                vocab = Some(start..end);
+                let read = vocab(b, start, &mut on_entry);
+                vocab_read = read.is_some();
+                let end = match read {
+                    Some(end) => end,
+                    None => skip_value(b, start)?,
+                };
+                found_vocab = Some(start..end);
                 end
             }
             _ => skip_value(b, start)?,
         };
-        let done = found_merges.is_some() && vocab.is_some();
+        let done = found_merges.is_some() && found_vocab.is_some();
         Some(if done { Flow::Stop } else { Flow::Next(end) })
     };
     let found = each_member(b, ws(b, 0), &mut |key, start| match key {
@@ -58,12 +73,13 @@ pub(crate) fn locate<'a>(b: &'a [u8], mut on_merge: impl FnMut(Merge<'a>)) -> Op
         Flow::Next(end) if ws(b, end) == b.len() => {}
         Flow::Next(_) => return None,
     }
-    if found_merges.is_none() && vocab.is_none() {
+    if found_merges.is_none() && found_vocab.is_none() {
         return None;
     }
     Some(Layout {
         merges: found_merges,
-        vocab,
+        vocab: found_vocab,
+        vocab_read,
     })
 }
 
