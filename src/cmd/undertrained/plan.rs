@@ -12,7 +12,8 @@
 //! first half cost more than the overlap gained. When the reachability
 //! test cannot cut the tokenizer down (see `reach`), the full tokenizer is
 //! built on a thread of its own meanwhile. The head's
-//! pass, which needs both the component and the reference mean, comes
+//! pass, which needs both the component and the reference mean (taken on
+//! the loading thread after the embedding's, while that pass runs), comes
 //! last. Each matrix is streamed once (`passes` counts these); the sample
 //! and the catch-up add a fraction of a read each.
 
@@ -132,7 +133,9 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
             let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
             let vocab = held.get().and_then(|v| v.as_deref());
             build_tokenizer(vocab, req, s, clock);
-            Ok(reference)
+            // The head's mean too, while the embedding's pass runs.
+            let head_mean = m.head.and_then(|h| mean_of(h, &reference.ids));
+            Ok((reference, head_mean))
         });
         // The sample first, while the vocabulary loads: the embedding's
         // pass that follows then meets the reference mean sooner, and
@@ -148,7 +151,7 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
         let loaded = loading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let reference = loaded?;
+        let (reference, head_mean) = loaded?;
         let mut out = Measured {
             ind: Indicators::default(),
             reference,
@@ -167,7 +170,8 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
             out.ind.embed_distance = mean.map(|mean| distances(&sums, mean));
         }
         if let Some(h) = m.head {
-            head(h, pc, m.tied, &mut out, &bar(h), clock);
+            let mean = pass::Mean::from(head_mean);
+            head(h, pc, &mean, m.tied, &mut out, &bar(h), clock);
         }
         Ok(out)
     })
@@ -202,16 +206,17 @@ fn build_tokenizer<'scope, 'v: 'scope>(
     }
 }
 
-/// The head's pass, against its component when there is a reference mean.
+/// The head's pass, against its component when there is a reference mean
+/// (`known`, the mean of the head's reference rows).
 fn head(
     h: &Matrix,
     pc: Option<Component>,
+    known: &pass::Mean,
     tied: bool,
     out: &mut Measured,
     bar: &Progress,
     clock: &Clock,
 ) {
-    let known = pass::Mean::from(mean_of(h, &out.reference.ids));
     let mean = known.get().and_then(Option::as_ref);
     let pc = pc.filter(|_| mean.is_some());
     if let Some(c) = &pc {
@@ -219,7 +224,7 @@ fn head(
         out.component_within_noise = c.within_noise;
     }
     let pcv = pc.as_ref().map(|c| c.v.as_slice());
-    let sums = clock.time("head pass", || pass::sums(h, &known, pcv, bar));
+    let sums = clock.time("head pass", || pass::sums(h, known, pcv, bar));
     out.passes += 1;
     let ind = &mut out.ind;
     ind.head_cosine = mean
