@@ -24,8 +24,8 @@ pub(crate) fn maybe_repeated<T>(
 /// that pass). Hashes that all land in one place (crafted input) only make
 /// every value pass.
 struct Repeats {
-    once: Vec<u64>,
-    again: Vec<u64>,
+    /// Per word of places: the places marked once, and again.
+    words: Vec<[u64; 2]>,
     shift: u32,
 }
 
@@ -33,9 +33,13 @@ impl Repeats {
     /// An empty filter for `n` values.
     fn new(n: usize) -> Self {
         let bits = (n.max(64) * 16).next_power_of_two();
+        // Zeroed by writing, not as fresh zero pages: the marks read each
+        // word before writing it, and a page first read as the shared zero
+        // page faults a second time when written.
+        let mut words = Vec::with_capacity(bits / 64);
+        words.resize(bits / 64, [0; 2]);
         Repeats {
-            once: vec![0; bits / 64],
-            again: vec![0; bits / 64],
+            words,
             shift: 64 - bits.trailing_zeros(),
         }
     }
@@ -50,15 +54,16 @@ impl Repeats {
     /// Marks one value's hash.
     fn mark(&mut self, hash: u64) {
         let (word, bit) = self.place(hash);
-        self.again[word] |= self.once[word] & bit;
-        self.once[word] |= bit;
+        let [once, again] = &mut self.words[word];
+        *again |= *once & bit;
+        *once |= bit;
     }
 
     /// Whether `hash`'s place was marked more than once: always when the
     /// hash was.
     fn hit_again(&self, hash: u64) -> bool {
         let (word, bit) = self.place(hash);
-        self.again[word] & bit != 0
+        self.words[word][1] & bit != 0
     }
 }
 
