@@ -2,8 +2,11 @@
 //! (shown with `-v`).
 //!
 //! At the start the vocabulary load, followed by the reference set, runs
-//! on a thread of its own while the workers take the head's principal
-//! component from its row sample (it needs nothing else; see `component`).
+//! on one worker of the pool while the others take the head's principal
+//! component from its row sample (it needs nothing else; see `component`),
+//! and the loading worker joins them when done. (On a thread of its own,
+//! the load shared the cores with every worker: on 2 cores, the whole
+//! command took 5 to 14 ms longer.)
 //! Then comes the embedding's streaming pass: the reference mean reaches it
 //! when the set is known, usually before or soon after it starts; the
 //! blocks it read before that are read again for `r·m` alone (see
@@ -12,8 +15,8 @@
 //! first half cost more than the overlap gained. When the reachability
 //! test cannot cut the tokenizer down (see `reach`), the full tokenizer is
 //! built on a thread of its own meanwhile. The head's
-//! pass, which needs both the component and the reference mean (taken on
-//! the loading thread after the embedding's, while that pass runs), comes
+//! pass, which needs both the component and the reference mean (taken by
+//! the loading worker after the embedding's, while that pass runs), comes
 //! last. Each matrix is streamed once (`passes` counts these); the sample
 //! and the catch-up add a fraction of a read each.
 
@@ -123,34 +126,38 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
     // The embedding's reference mean, set once the vocabulary is loaded.
     let embed_mean = pass::Mean::new();
     std::thread::scope(|s| {
-        // The load on a thread of its own: as a task of the pool it would
-        // wait for a free worker, that is for the passes.
-        let loading = s.spawn(|| -> Result<_, E> {
-            let reference = load_reference(m, req, load, held, clock).inspect_err(|_| {
-                // Nothing will be scored: stop the pass.
-                embed_bar.as_ref().inspect(|b| b.cancel());
-            })?;
-            let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
-            let vocab = held.get().and_then(|v| v.as_deref());
-            build_tokenizer(vocab, req, s, clock);
-            // The head's mean too, while the embedding's pass runs.
-            let head_mean = m.head.and_then(|h| mean_of(h, &reference.ids));
-            Ok((reference, head_mean))
-        });
-        // The sample first, while the vocabulary loads: the embedding's
-        // pass that follows then meets the reference mean sooner, and
-        // fewer of its rows are read again to catch up.
-        let pc = m.head.map(|h| {
-            clock.time("component sample", || {
-                component::sampled(h, component::SAMPLE_ROWS)
-            })
-        });
-        let embed_sums = embed
-            .zip(embed_bar.as_ref())
-            .map(|(e, bar)| clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar)));
-        let loaded = loading
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // The load as a task of the pool: the worker that takes it leaves
+        // the sample to the next one free, and helps with the sample or
+        // the pass when done.
+        let (loaded, (pc, embed_sums)) = rayon::join(
+            || -> Result<_, E> {
+                let reference = load_reference(m, req, load, held, clock).inspect_err(|_| {
+                    // Nothing will be scored: stop the pass.
+                    embed_bar.as_ref().inspect(|b| b.cancel());
+                })?;
+                let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
+                let vocab = held.get().and_then(|v| v.as_deref());
+                build_tokenizer(vocab, req, s, clock);
+                // The head's mean too, while the embedding's pass runs.
+                let head_mean = m.head.and_then(|h| mean_of(h, &reference.ids));
+                Ok((reference, head_mean))
+            },
+            || {
+                // The sample first, while the vocabulary loads: the
+                // embedding's pass that follows then meets the reference
+                // mean sooner, and fewer of its rows are read again to
+                // catch up.
+                let pc = m.head.map(|h| {
+                    clock.time("component sample", || {
+                        component::sampled(h, component::SAMPLE_ROWS)
+                    })
+                });
+                let embed_sums = embed.zip(embed_bar.as_ref()).map(|(e, bar)| {
+                    clock.time("embedding pass", || pass::sums(e, &embed_mean, None, bar))
+                });
+                (pc, embed_sums)
+            },
+        );
         let (reference, head_mean) = loaded?;
         let mut out = Measured {
             ind: Indicators::default(),
