@@ -33,6 +33,7 @@ both with and without the tokenizer.
 """
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -105,6 +106,30 @@ def refill_cache(path):
     finally:
         os.close(fd)
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+
+
+def page_cache_reclaim():
+    """The DAMON monitors (kdamonds) of this machine that are on with a
+    `pageout` scheme. Such a scheme drops cached file pages that no process
+    maps and that look cold: between runs, the shards' pages go, and come
+    back from disk in smaller pieces, which is slower to map (see
+    `refill_cache`); the figures then drift over minutes. Some cloud VMs
+    run one to hand memory back to their host."""
+    root = "/sys/kernel/mm/damon/admin/kdamonds"
+    found = []
+    for k in sorted(glob.glob(f"{root}/[0-9]*")):
+        try:
+            with open(f"{k}/state") as f:
+                if f.read().strip() != "on":
+                    continue
+            for action in glob.glob(f"{k}/contexts/*/schemes/*/action"):
+                with open(action) as f:
+                    if f.read().strip() == "pageout":
+                        found.append(k)
+                        break
+        except OSError:
+            continue
+    return found
 
 
 def cpu_name():
@@ -189,6 +214,10 @@ def main():
     cpu_med = {l: statistics.median(t) for l, t in cpu.items()}
     read = med["read embedding"]
     print(f"CPU: {cpu_name()}; load average before: {os.getloadavg()[0]:.1f}")
+    for k in page_cache_reclaim():
+        print(f"note: DAMON pages out unmapped cold page cache here ({k}); the "
+              f"shards' cached pages may go between runs (`echo off > {k}/state` "
+              "as root pauses it)")
     print(f"{args.runs} interleaved rounds (after one warm-up round), medians [quartiles]\n")
     print("| command | wall ms | quartiles | vs read of the embedding | CPU ms (user + sys) |")
     print("|---|---|---|---|---|")

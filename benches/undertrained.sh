@@ -43,6 +43,17 @@ for f in "$MODEL"/*.safetensors; do
     cat "$f" >/dev/null
 done
 
+# A DAMON monitor with a `pageout` scheme (some cloud VMs run one to hand
+# memory back to their host) drops cached pages no process maps between
+# runs, and they come back from disk in smaller pieces: say so, as the
+# figures then drift (see page_cache_reclaim in table.py).
+for k in /sys/kernel/mm/damon/admin/kdamonds/[0-9]*; do
+    if [ "$(cat "$k/state" 2>/dev/null)" = on ] &&
+        grep -qx pageout "$k"/contexts/*/schemes/*/action 2>/dev/null; then
+        echo "note: DAMON pages out unmapped cold page cache here ($k); \`echo off > $k/state\` as root pauses it"
+    fi
+done
+
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 # Runs "$@", prints its wall time in ms. Nothing else runs meanwhile:
