@@ -182,7 +182,7 @@ fn from_bytes(bytes: &[u8], keep: bool) -> serde_json::Result<(RawTokenizer, Opt
 /// unexpected (or an error), or with nothing cut out: serde then parses
 /// the whole file (and says what is wrong).
 fn scanned(bytes: &[u8], keep: bool) -> Option<(RawTokenizer, Option<Found>)> {
-    let mut places = keep.then(MergePlaces::default);
+    let mut places = keep.then(|| MergePlaces::for_file(bytes.len()));
     // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
     // are longer) in a vocab as long as the file, strings as long as it:
     // no copies as they grow, the pages beyond never touched. Capped (at

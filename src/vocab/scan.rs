@@ -165,6 +165,17 @@ impl MergePlaces {
     /// Marks the end of a string with escapes.
     pub(crate) const ESCAPED: u32 = 1 << 31;
 
+    /// Places with room for the merges of a file of `len` bytes (a pair
+    /// takes 10 bytes at the least, `["a","b"],`): the vector never grows
+    /// by copying, and the pages past what the merges use are never
+    /// touched.
+    pub(crate) fn for_file(len: usize) -> MergePlaces {
+        MergePlaces {
+            strings: Vec::with_capacity(len / 5),
+            ..MergePlaces::default()
+        }
+    }
+
     /// Records the places of `merge`'s strings in `file`.
     pub(crate) fn record(&mut self, file: &[u8], merge: Merge) {
         let mut at = |part: Part| {
