@@ -8,7 +8,9 @@
 //! from and every merge's result. So a tokenizer whose vocabulary keeps
 //! just those substrings (plus the unknown token, byte-fallback tokens and
 //! added tokens, at their ids) and whose merges keep just those among them,
-//! in their order, encodes the texts exactly as the full one does. The
+//! in their order, encodes the texts exactly as the full one does, as long
+//! as its added tokens have the ids the full one gives them (checked: a
+//! file whose ids `tokenizers` would not give uses the full tokenizer). The
 //! vocabulary comes from the loaded [`Vocab`], and so do the merges: the
 //! load's scan (`vocab::scan`) noted where each merge's strings lie in the
 //! mapped file ([`Vocab::load_keeping_merges`]), and they are filtered
@@ -17,7 +19,7 @@
 //! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
-use foldhash::{HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use rayon::prelude::*;
 
 use serde::Deserialize;
@@ -104,22 +106,82 @@ pub(super) fn parse(source: &Source) -> Option<Parsed<'_>> {
 /// [`Vocab::reaches_itself`], whose answers these are): through a
 /// tokenizer cut down from the file the vocabulary kept, when it did
 /// ([`Vocab::load_keeping_merges`]) and it [`cuts_down`], else the full one.
+///
+/// A text written as an added token is matched by the added vocabulary
+/// before the model sees it (unless, say, that token is `normalized` and
+/// the normalizer changes the text): the cut-down tokenizer is first built
+/// for the other texts alone, and the added vocabulary's own split of each
+/// of these says whether it is matched whole; only those it is not go to
+/// the model, through a second cut-down tokenizer that has their
+/// substrings too. Llama 3's reserved tokens, the usual top candidates,
+/// then cost no pre-tokenization and keep the cut-down tokenizer small.
 pub(super) fn reachable(vocab: &Vocab, ids: &[u32]) -> Vec<Option<bool>> {
     let texts: Vec<Option<String>> = ids.iter().map(|&id| vocab.own_text(id)).collect();
+    let full = || ids.iter().map(|&id| vocab.reaches_itself(id)).collect();
     let parsed = vocab
         .merges_source()
         .filter(|_| cuts_down(vocab))
         .and_then(parse);
-    let Some(tokenizer) = parsed.and_then(|p| restricted(vocab, &p, texts.iter().flatten())) else {
-        return ids.iter().map(|&id| vocab.reaches_itself(id)).collect();
+    let Some(parsed) = parsed else {
+        return full();
     };
-    ids.iter()
-        .zip(&texts)
-        .map(|(&id, text)| {
-            let e = tokenizer.encode(text.as_deref()?, false).ok()?;
-            Some(e.get_ids() == [id])
-        })
-        .collect()
+    let added: HashSet<&str> = (vocab.added_tokens().iter())
+        .map(|a| a.content.as_str())
+        .collect();
+    let to_model = |text: &String| !added.contains(text.as_str());
+    let for_model = texts.iter().flatten().filter(|t| to_model(t));
+    let Some(tokenizer) = restricted(vocab, &parsed, for_model) else {
+        return full();
+    };
+    let encodes_to = |tokenizer: &Tokenizer, text: &str, id: u32| {
+        let e = tokenizer.encode(text, false).ok()?;
+        Some(e.get_ids() == [id])
+    };
+    let mut answers = Vec::with_capacity(ids.len());
+    let mut retry = Vec::new();
+    for (k, (&id, text)) in ids.iter().zip(&texts).enumerate() {
+        let answer = match text {
+            None => None,
+            Some(text) if to_model(text) => encodes_to(&tokenizer, text, id),
+            Some(text) => match whole_added(&tokenizer, text) {
+                Some(matched) => Some(matched == id),
+                None => {
+                    retry.push(k);
+                    None
+                }
+            },
+        };
+        answers.push(answer);
+    }
+    if !retry.is_empty() {
+        let again = |k: &usize| texts[*k].as_ref();
+        let for_model =
+            (texts.iter().flatten().filter(|t| to_model(t))).chain(retry.iter().filter_map(again));
+        let Some(tokenizer) = restricted(vocab, &parsed, for_model) else {
+            return full();
+        };
+        for k in retry {
+            answers[k] = texts[k]
+                .as_deref()
+                .and_then(|text| encodes_to(&tokenizer, text, ids[k]));
+        }
+    }
+    answers
+}
+
+/// The id of the added token that `tokenizer`'s added vocabulary matches
+/// as the whole of `text`, leaving the model nothing: then encoding `text`
+/// gives that id alone. `None` when it does not.
+fn whole_added(tokenizer: &Tokenizer, text: &str) -> Option<u32> {
+    let split =
+        (tokenizer.get_added_vocabulary()).extract_and_normalize(tokenizer.get_normalizer(), text);
+    match &split.get_splits(OffsetReferential::Original, OffsetType::Byte)[..] {
+        [(_, _, Some(tokens))] => match &tokens[..] {
+            [token] => Some(token.id),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The tokenizer of `vocab`'s file (`parsed`) cut down to what encoding
@@ -153,18 +215,30 @@ fn restricted<'t>(
     // Most entries are not kept, seen without hashing by the sketch.
     let unk = m.unk_token.as_str();
     let sketch = Sketch::new(keep.iter().map(String::as_bytes));
+    let added: Vec<(&str, u64)> = (file.added_tokens.iter())
+        .filter_map(|a| Some((a["content"].as_str()?, a["id"].as_u64()?)))
+        .collect();
+    let added_sketch = Sketch::new(added.iter().map(|(content, _)| content.as_bytes()));
+    let added_set: HashSet<&str> = added.iter().map(|&(content, _)| content).collect();
+    let mut in_model = HashMap::new();
     let mut out = serde_json::Map::new();
+    let mut model_len = 0;
     for (t, id) in vocab.model_entries() {
+        model_len += 1;
+        if added_sketch.may_hold(t.as_bytes()) && added_set.contains(t) {
+            in_model.insert(t, id);
+        }
         let byte = t.len() == 6 && t.starts_with("<0x") && t.ends_with('>');
         let kept = sketch.may_hold(t.as_bytes()) && keep.contains(t);
         if kept || byte || unk == Some(t) {
             out.insert(t.to_string(), json!(id));
         }
     }
-    for added in &file.added_tokens {
-        if let (Some(content), Some(id)) = (added["content"].as_str(), added["id"].as_u64()) {
-            out.insert(content.to_string(), json!(id));
-        }
+    if !added_ids_hold(&added, &in_model, model_len) {
+        return None;
+    }
+    for (content, id) in added {
+        out.insert(content.to_string(), json!(id));
     }
     let merges = kept_merges(parsed, &out, &keep, MERGES_PER_TASK)?;
     let json = json!({
@@ -190,6 +264,39 @@ fn restricted<'t>(
         },
     });
     json.to_string().parse().ok()
+}
+
+/// Whether the full tokenizer gives each added token (content, id, in
+/// file order) the file's id: `tokenizers` does not read those ids, it
+/// gives a content the id the model vocab (`in_model`, the added contents
+/// it has) has for it, or else the next one past the `model_len` entries
+/// of the model vocab. The cut-down tokenizer has every added content in
+/// its model vocab, at the file's id, so it answers as the full one only
+/// when these agree (any tokenizer.json `tokenizers` wrote; a file whose
+/// model vocab repeats a string is taken at its entries' count).
+fn added_ids_hold(added: &[(&str, u64)], in_model: &HashMap<&str, u32>, model_len: usize) -> bool {
+    let mut given: HashMap<&str, u64> = HashMap::new();
+    let mut next = model_len as u64;
+    for &(content, id) in added {
+        if content.is_empty() {
+            return false;
+        }
+        let assigned = match given.get(content) {
+            Some(&known) => known,
+            None => match in_model.get(content) {
+                Some(&model_id) => u64::from(model_id),
+                None => {
+                    next += 1;
+                    next - 1
+                }
+            },
+        };
+        if assigned != id {
+            return false;
+        }
+        given.insert(content, assigned);
+    }
+    true
 }
 
 /// Merges filtered per task by [`kept_merges`].
@@ -468,6 +575,70 @@ mod tests {
             assert_eq!(cut, None);
             assert!(full.iter().all(Option::is_none), "{full:?}");
         }
+    }
+
+    /// A copy of the byte-level fixture (model vocab 0..=342, added
+    /// `<|end_of_text|>` 343) with `more` added tokens.
+    fn with_added(more: &[(u32, &str, bool)]) -> tempfile::TempDir {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pieces-byte-level");
+        let text = std::fs::read_to_string(root.join("tokenizer.json")).unwrap();
+        let mut file: Value = serde_json::from_str(&text).unwrap();
+        let list = file["added_tokens"].as_array_mut().unwrap();
+        for &(id, content, normalized) in more {
+            list.push(json!({"id": id, "content": content, "single_word": false,
+                "lstrip": false, "rstrip": false, "normalized": normalized, "special": false}));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let text = serde_json::to_string_pretty(&file).unwrap();
+        std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+        dir
+    }
+
+    #[test]
+    fn added_tokens_matched_whole_or_left_to_the_model() {
+        // `z<q>` (normalized) is split by `<q>` (not normalized, matched
+        // first), so the model gets `z`: its own text does not reach it.
+        let dir = with_added(&[(344, "z<q>", true), (345, "<q>", false)]);
+        let v = Vocab::load_keeping_merges(dir.path(), None)
+            .unwrap()
+            .unwrap();
+        assert!(cuts_down(&v));
+        let ids: Vec<u32> = (0..v.size() as u32).collect();
+        let full: Vec<Option<bool>> = ids.iter().map(|&id| v.reaches_itself(id)).collect();
+        assert_eq!(reachable(&v, &ids), full);
+        // Only the added tokens, as `undertrained` lists its candidates.
+        assert_eq!(
+            reachable(&v, &[343, 344, 345]),
+            [Some(true), Some(false), Some(true)]
+        );
+    }
+
+    #[test]
+    fn added_ids_the_full_tokenizer_does_not_give_use_it() {
+        // `b` is model token 65, and `<x>` added twice: `tokenizers` gives
+        // them 65 and 344 whatever the file says.
+        let dir = with_added(&[(344, "b", false), (345, "<x>", false), (346, "<x>", false)]);
+        let v = Vocab::load_keeping_merges(dir.path(), None)
+            .unwrap()
+            .unwrap();
+        let ids: Vec<u32> = (0..v.size() as u32).collect();
+        let full: Vec<Option<bool>> = ids.iter().map(|&id| v.reaches_itself(id)).collect();
+        assert_eq!(reachable(&v, &ids), full);
+        assert_eq!(full[65], Some(true));
+        assert_eq!(full[344..], [Some(false), Some(false), Some(false)]);
+        let in_model = HashMap::from_iter([("b", 65)]);
+        assert!(!added_ids_hold(&[("b", 344)], &in_model, 343));
+        assert!(added_ids_hold(
+            &[("b", 65), ("<x>", 343), ("<x>", 343)],
+            &in_model,
+            343
+        ));
+        assert!(!added_ids_hold(
+            &[("<x>", 343), ("<x>", 344)],
+            &in_model,
+            343
+        ));
+        assert!(!added_ids_hold(&[("", 343)], &in_model, 343));
     }
 
     #[test]
