@@ -306,7 +306,7 @@ pub(crate) fn merges<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Merge<'a>)) ->
 /// WordPiece and WordLevel files), calling `f` on each entry in order;
 /// returns the index just past it. `None` unless every value is a plain
 /// integer of `u32` (serde reads anything else, and says what is wrong).
-pub(crate) fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32)) -> Option<usize> {
+fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32)) -> Option<usize> {
     if b.get(i) != Some(&b'{') {
         return None;
     }

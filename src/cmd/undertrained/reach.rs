@@ -129,8 +129,8 @@ pub(super) fn reachable(vocab: &Vocab, ids: &[u32]) -> Vec<Option<bool>> {
         .map(|a| a.content.as_str())
         .collect();
     let to_model = |text: &String| !added.contains(text.as_str());
-    let for_model = texts.iter().flatten().filter(|t| to_model(t));
-    let Some(tokenizer) = restricted(vocab, &parsed, for_model) else {
+    let model_texts: Vec<&String> = texts.iter().flatten().filter(|t| to_model(t)).collect();
+    let Some(tokenizer) = restricted(vocab, &parsed, model_texts.iter().copied()) else {
         return full();
     };
     let encodes_to = |tokenizer: &Tokenizer, text: &str, id: u32| {
@@ -154,9 +154,8 @@ pub(super) fn reachable(vocab: &Vocab, ids: &[u32]) -> Vec<Option<bool>> {
         answers.push(answer);
     }
     if !retry.is_empty() {
-        let again = |k: &usize| texts[*k].as_ref();
-        let for_model =
-            (texts.iter().flatten().filter(|t| to_model(t))).chain(retry.iter().filter_map(again));
+        let again = retry.iter().filter_map(|&k| texts[k].as_ref());
+        let for_model = model_texts.iter().copied().chain(again);
         let Some(tokenizer) = restricted(vocab, &parsed, for_model) else {
             return full();
         };
