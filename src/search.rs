@@ -32,6 +32,8 @@ mod vnni;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -39,7 +41,8 @@ use crate::Result;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 pub use choose::KernelChoice;
-use kernels::Queries;
+use choose::Plan;
+use kernels::{Kernel, Queries};
 use shortlist::{Scorer, Shortlist};
 
 /// Raw bytes per block of rows for [`scan`].
@@ -93,15 +96,15 @@ pub fn top_k(
     mask: Option<&[bool]>,
     progress: &Progress,
 ) -> Result<Found> {
-    let (prepared, kernel) = choose::choose(m, queries)?;
-    let lists = search(&prepared, m, queries, k, metric, mask, progress);
+    let plan = choose::plan(m, queries, k)?;
+    let (lists, kernel) = search(plan, m, queries, k, metric, mask, progress);
     Ok(Found { lists, kernel })
 }
 
 /// [`top_k`] with a chosen kernel, so tests can compare the paths.
 #[cfg(test)]
 fn top_k_with(
-    kernel: kernels::Kernel,
+    kernel: Kernel,
     m: &Matrix,
     queries: &[Vec<f32>],
     k: usize,
@@ -110,19 +113,21 @@ fn top_k_with(
     progress: &Progress,
 ) -> Vec<Vec<Hit>> {
     let prepared = Queries::new(kernel, m.dtype(), queries);
-    search(&prepared, m, queries, k, metric, mask, progress)
+    let plan = Plan::settled(prepared, "a test".into());
+    search(plan, m, queries, k, metric, mask, progress).0
 }
 
-/// The scan with `prepared` queries, then the exact re-scoring.
+/// The scan as `plan` says (the first blocks timing the contenders, when
+/// it names several), then the exact re-scoring.
 fn search(
-    prepared: &Queries,
+    plan: Plan,
     m: &Matrix,
     queries: &[Vec<f32>],
     k: usize,
     metric: Metric,
     mask: Option<&[bool]>,
     progress: &Progress,
-) -> Vec<Vec<Hit>> {
+) -> (Vec<Vec<Hit>>, KernelChoice) {
     let (rows, cols, nq) = (m.rows(), m.cols(), queries.len());
     for (i, q) in queries.iter().enumerate() {
         assert_eq!(q.len(), cols, "query {i} length");
@@ -131,54 +136,70 @@ fn search(
         assert_eq!(mask.len(), rows, "mask length");
     }
     let k = k.min(rows);
+    let Plan {
+        contenders,
+        settled,
+    } = plan;
     if nq == 0 || k == 0 {
         progress.finish();
-        return vec![Vec::new(); nq];
+        let choice = settled.expect("choose::plan settles when there is nothing to scan");
+        return (vec![Vec::new(); nq], choice);
     }
     let q_norms: Vec<f64> = queries.iter().map(|q| norm(q)).collect();
-    let scorer = Scorer::new(prepared.kernel(), cols, metric, &q_norms);
-    let block_rows = block_rows(m, prepared.block_bytes());
-    let blocks = rows.div_ceil(block_rows);
+    let passes: Vec<Pass> = contenders
+        .iter()
+        .map(|q| Pass {
+            queries: q,
+            scorer: Scorer::new(q.kernel(), cols, metric, &q_norms),
+            block_rows: block_rows(m, q.block_bytes()),
+        })
+        .collect();
     #[cfg(target_arch = "x86_64")]
     let floors = vnni::Floors::new(nq);
-
-    let best = (0..blocks)
+    // Scans `rows` with pass `i`, in its own blocks.
+    let visit = |w: &mut Worker, i: usize, rows: Range<usize>| {
+        let pass = &passes[i];
+        for start in rows.clone().step_by(pass.block_rows) {
+            let block = start..(start + pass.block_rows).min(rows.end);
+            #[cfg(target_arch = "x86_64")]
+            w.visit(m, pass, block, mask, &floors);
+            #[cfg(not(target_arch = "x86_64"))]
+            w.visit(m, pass, block, mask);
+        }
+        progress.inc(rows.len() as u64);
+    };
+    // The scan's unit: the largest block of any contender.
+    let unit = passes.iter().map(|p| p.block_rows).max().expect("a pass");
+    let kernels: Vec<Kernel> = contenders.iter().map(Queries::kernel).collect();
+    let trial = settled
+        .is_none()
+        .then(|| choose::Trial::new(m, &kernels, nq));
+    let scanned = (0..rows.div_ceil(unit))
         .into_par_iter()
         .fold(
             || Worker::new(nq, k),
-            |mut w, b| {
-                let range = b * block_rows..((b + 1) * block_rows).min(rows);
-                let n = range.len();
-                #[cfg(target_arch = "x86_64")]
-                if let Some(v) = prepared.vnni() {
-                    let (s, lists) = (&mut w.scratch.vnni, &mut w.lists);
-                    v.scan_block(m, range, s, &scorer, mask, lists, &floors);
-                    progress.inc(n as u64);
-                    return w;
+            |mut w, u| {
+                let rows = u * unit..((u + 1) * unit).min(rows);
+                match &trial {
+                    Some(t) => t.step(rows, |i, rows| visit(&mut w, i, rows)),
+                    None => visit(&mut w, 0, rows),
                 }
-                w.dots.resize(n * nq, 0.0);
-                w.norms.resize(n, 0.0);
-                let norms = Some(&mut w.norms[..]);
-                prepared.score_block(m, range.clone(), &mut w.scratch, norms, &mut w.dots);
-                for (i, row) in range.enumerate() {
-                    if mask.is_some_and(|mask| !mask[row]) {
-                        continue;
-                    }
-                    let dots = &w.dots[i * nq..(i + 1) * nq];
-                    scorer.offer(row as u32, w.norms[i], dots, &mut w.lists);
-                }
-                progress.inc(n as u64);
                 w
             },
         )
         .reduce_with(Worker::merge);
     progress.finish();
-    let Some(best) = best else {
-        return vec![Vec::new(); nq];
+    let choice = match trial {
+        Some(t) => t.finish().1,
+        None => settled.expect("a trial unless settled"),
     };
-    let candidates = best.lists.into_iter().map(Shortlist::into_ids).collect();
+    let Some(all) = scanned else {
+        return (vec![Vec::new(); nq], choice);
+    };
+    let candidates = all.lists.into_iter().map(Shortlist::into_ids).collect();
     let allowed = |i: usize| mask.is_none_or(|mask| mask[i]);
-    shortlist::rescore(m, queries, &q_norms, metric, candidates, k, allowed)
+    let lists = shortlist::rescore(m, queries, &q_norms, metric, candidates, k, allowed);
+    (lists, choice)
 }
 
 /// Visits the whole matrix once on all cores, a block of rows at a time,
@@ -272,6 +293,14 @@ fn norm(v: &[f32]) -> f64 {
     shortlist::dot64(v, v).sqrt()
 }
 
+/// One kernel's side of a scan: the queries laid out for it, its error
+/// bounds and its block size.
+struct Pass<'a> {
+    queries: &'a Queries,
+    scorer: Scorer,
+    block_rows: usize,
+}
+
 /// One worker's buffers and its per-query shortlists.
 struct Worker {
     scratch: kernels::Scratch,
@@ -287,6 +316,39 @@ impl Worker {
             norms: Vec::new(),
             dots: Vec::new(),
             lists: (0..nq).map(|_| Shortlist::new(k)).collect(),
+        }
+    }
+
+    /// Scores the rows `range` of `m` with `pass` and offers them to the
+    /// shortlists (rows `mask`ed off are skipped). The VNNI kernel shares
+    /// its thresholds with the other workers through `floors`.
+    fn visit(
+        &mut self,
+        m: &Matrix,
+        pass: &Pass,
+        range: Range<usize>,
+        mask: Option<&[bool]>,
+        #[cfg(target_arch = "x86_64")] floors: &vnni::Floors,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(v) = pass.queries.vnni() {
+            let (s, lists) = (&mut self.scratch.vnni, &mut self.lists);
+            v.scan_block(m, range, s, &pass.scorer, mask, lists, floors);
+            return;
+        }
+        let (n, nq) = (range.len(), pass.queries.len());
+        self.dots.resize(n * nq, 0.0);
+        self.norms.resize(n, 0.0);
+        let norms = Some(&mut self.norms[..]);
+        let q = pass.queries;
+        q.score_block(m, range.clone(), &mut self.scratch, norms, &mut self.dots);
+        for (i, row) in range.enumerate() {
+            if mask.is_some_and(|mask| !mask[row]) {
+                continue;
+            }
+            let dots = &self.dots[i * nq..(i + 1) * nq];
+            pass.scorer
+                .offer(row as u32, self.norms[i], dots, &mut self.lists);
         }
     }
 

@@ -99,6 +99,17 @@ impl Kernel {
         false
     }
 
+    /// True for the kernel whose cost falls as the shortlists' thresholds
+    /// rise: the VNNI kernel's int8 pass only filters, and it re-scores
+    /// every row and query that reach the threshold (many on a scan's
+    /// first blocks).
+    pub(super) fn filters(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return self == Kernel::Avx512Vnni;
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
     /// An upper bound on the number of successive f32 roundings any one
     /// product goes through on its way into a dot product or squared norm
     /// of `cols` columns (the "depth" of the sum in Higham's error bound;

@@ -532,8 +532,8 @@ fn simd_f16_conversion_is_the_matrix_one() {
 }
 
 #[test]
-fn the_kernel_measured_on_fresh_rows_gives_the_exact_answer() {
-    // 32 MiB of BF16 rows, the least the probe measures: 4096 rows of 4096.
+fn a_scan_shared_by_the_trial_s_kernels_gives_the_exact_answer() {
+    // 32 MiB of BF16 rows, the least the trial measures: 4096 rows of 4096.
     let (rows, cols) = (4096, 4096);
     let (bytes, stored) = store(&values(rows * cols, 11), Dtype::BF16);
     let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
@@ -542,7 +542,7 @@ fn the_kernel_measured_on_fresh_rows_gives_the_exact_answer() {
     let found = super::top_k(&m, &queries, 3, Metric::Cosine, None, &Progress::hidden()).unwrap();
     let reason = &found.kernel.reason;
     assert!(
-        reason.starts_with("measured fastest on 64 rows from memory per run on ")
+        reason.starts_with("measured fastest in a trial on the scan's first blocks (")
             || reason.starts_with("the widest path"),
         "{reason}"
     );
