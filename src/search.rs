@@ -320,8 +320,9 @@ impl Worker {
     }
 
     /// Scores the rows `range` of `m` with `pass` and offers them to the
-    /// shortlists (rows `mask`ed off are skipped). The VNNI kernel shares
-    /// its thresholds with the other workers through `floors`.
+    /// shortlists (rows `mask`ed off are skipped), then raises `floors`,
+    /// the thresholds all workers share, by which the VNNI kernel filters
+    /// (should it scan later blocks, after a trial).
     fn visit(
         &mut self,
         m: &Matrix,
@@ -350,6 +351,8 @@ impl Worker {
             pass.scorer
                 .offer(row as u32, self.norms[i], dots, &mut self.lists);
         }
+        #[cfg(target_arch = "x86_64")]
+        floors.raise(&self.lists);
     }
 
     fn merge(mut self, other: Worker) -> Worker {

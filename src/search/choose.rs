@@ -41,27 +41,31 @@ use crate::{Error, Result};
 /// contender runs.
 const TRIAL_MIN_BYTES: usize = 32 << 20;
 
-/// Rows a thread scans in the trial before the kernels that filter by the
-/// shortlists' thresholds (see `Kernel::filters`) take turns: by then the
-/// thresholds are near what most of the scan meets. (On a Zen 4 at 16
-/// queries, the int8 kernel's blocks took 2× their final time on a
-/// thread's first 256 rows, 1.2× around row 1000, 1.1× at 2048.)
-const TRIAL_WARM_ROWS: usize = 2048;
+/// Rows the threads scan together in the trial before the kernels that
+/// filter by the shortlists' thresholds (see `Kernel::filters`) take
+/// turns: by then the thresholds, which the threads share, are near what
+/// most of the scan meets. (On a Zen 4 at 16 queries, with 2 threads, the
+/// int8 kernel's blocks took 2× their final time over the first 512 rows,
+/// 1.2× around row 2000, 1.1× at 4000.)
+const TRIAL_WARM_ROWS: usize = 4096;
 
 /// Consecutive blocks a contender scans per turn; the first is not timed,
 /// as the contender before it may have prefetched its rows.
 const TRIAL_RUN: usize = 3;
 
-/// Turns of every contender after the warm-up.
-const TRIAL_ROUNDS: usize = 4;
+/// Timed blocks every contender still in needs before the slow ones drop
+/// out.
+const TRIAL_RACE: usize = 6;
 
-/// A contender whose median so far is this many times the best one's is
-/// dropped from the trial (after its second turn).
+/// A contender whose median is this many times the best one's drops out.
 const TRIAL_DROP: f64 = 1.5;
 
-/// A thread spends at most 1 / `TRIAL_SHARE` of its part of the matrix
-/// on the trial.
-const TRIAL_SHARE: usize = 4;
+/// Timed blocks after the warm-up each contender still in needs before
+/// the trial decides.
+const TRIAL_SAMPLES: usize = 16;
+
+/// The trial takes at most 1 / `TRIAL_SHARE` of the matrix's rows.
+const TRIAL_SHARE: usize = 8;
 
 /// The kernel a search ran, and why it was chosen.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -203,39 +207,56 @@ pub(super) fn plan(m: &Matrix, queries: &[Vec<f32>], k: usize) -> Result<Plan> {
 /// the scan's threads (see [`Trial::step`]).
 ///
 /// Each thread times the contenders on the first blocks it scans (where
-/// its share of the scan starts), taking turns of [`TRIAL_RUN`] blocks
-/// each and timing all but the first of a turn. Until the thread has
-/// scanned `warm` rows (at most [`TRIAL_WARM_ROWS`]) only the kernels
-/// that do not filter take turns (their offers raise the thresholds
-/// meanwhile); then all do, [`TRIAL_ROUNDS`] rounds. From the second round
-/// on, a contender whose median on the thread is [`TRIAL_DROP`] times the
-/// best one's drops out. The first thread to finish its rounds (or to
-/// have spent 1 / [`TRIAL_SHARE`] of its part of the matrix) decides for
-/// all: the contender with the lowest median over all threads' blocks
-/// after the warm-up (over all its blocks, if it dropped out before)
-/// scans the rest. No thread waits for another.
+/// its share of the scan starts), in rounds: every contender still in
+/// takes a turn of [`TRIAL_RUN`] blocks, all but the first of them timed.
+/// Until the threads have scanned [`TRIAL_WARM_ROWS`] rows together, only
+/// the kernels that do not filter take turns (their shortlists raise the
+/// thresholds all threads share meanwhile). Times are pooled over the
+/// threads: once every contender still in has [`TRIAL_RACE`] of them, one
+/// whose median is [`TRIAL_DROP`] times the best one's drops out; once
+/// each has [`TRIAL_SAMPLES`] after the warm-up (or the trial has taken
+/// 1 / [`TRIAL_SHARE`] of the matrix), the one with the lowest median
+/// (over its blocks after the warm-up, or over all of them if it dropped
+/// out before) scans the rest. No thread waits for another: a thread
+/// that finds the trial decided goes on with the winner.
 pub(super) struct Trial<'a> {
     kernels: &'a [Kernel],
     nq: usize,
     /// Stored bytes per row.
     row_bytes: f64,
-    /// Rows a thread scans before filtering kernels take turns.
+    /// Rows the threads scan together before filtering kernels take turns.
     warm: usize,
-    /// Rows a thread may spend on the trial.
+    /// Rows the trial may take in all.
     budget: usize,
-    /// Per thread of the pool, its turns and times.
-    threads: Vec<Mutex<Turns>>,
+    state: Mutex<Pool>,
     /// The winner and why, once decided.
     decided: OnceLock<(usize, KernelChoice)>,
+}
+
+/// What the threads of a [`Trial`] share.
+#[derive(Debug)]
+struct Pool {
+    /// Rows scanned so far, by all threads.
+    rows: usize,
+    /// The warm-up is over.
+    warm: bool,
+    /// Contenders still in.
+    live: Vec<bool>,
+    /// Each contender's times.
+    times: Vec<Times>,
+    /// Per thread of the pool: whose turn it is, and blocks scanned in it.
+    turns: Vec<(usize, usize)>,
+    /// Threads that timed blocks.
+    timing: Vec<bool>,
 }
 
 impl<'a> Trial<'a> {
     /// A trial of `kernels` on `m` for `nq` queries, on the threads of
     /// the current pool.
     pub(super) fn new(m: &Matrix, kernels: &'a [Kernel], nq: usize) -> Self {
-        let threads = rayon::current_num_threads().max(1);
-        let budget = m.rows() / threads / TRIAL_SHARE;
+        let budget = m.rows() / TRIAL_SHARE;
         let warm = TRIAL_WARM_ROWS.min(budget / 2);
+        let threads = rayon::current_num_threads().max(1);
         Self::with(kernels, nq, m.row_len_bytes(), warm, budget, threads)
     }
 
@@ -247,15 +268,21 @@ impl<'a> Trial<'a> {
         budget: usize,
         threads: usize,
     ) -> Self {
+        let n = kernels.len();
         Trial {
             kernels,
             nq,
             row_bytes: row_bytes as f64,
             warm,
             budget,
-            threads: (0..threads)
-                .map(|_| Mutex::new(Turns::new(kernels.len())))
-                .collect(),
+            state: Mutex::new(Pool {
+                rows: 0,
+                warm: false,
+                live: vec![true; n],
+                times: vec![Times::default(); n],
+                turns: vec![(0, 0); threads],
+                timing: vec![false; threads],
+            }),
             decided: OnceLock::new(),
         }
     }
@@ -267,179 +294,154 @@ impl<'a> Trial<'a> {
         if let Some((best, _)) = self.decided.get() {
             return visit(*best, rows);
         }
-        let me = rayon::current_thread_index().unwrap_or(0) % self.threads.len();
-        let i = self.lock(me).next(self);
+        let thread = rayon::current_thread_index().unwrap_or(0);
+        let (i, timed, warm) = self.lock().next(self, thread);
         let n = rows.len();
         let clock = Instant::now();
         visit(i, rows);
         let per_byte = clock.elapsed().as_secs_f64() / (n as f64 * self.row_bytes);
-        let done = self.lock(me).record(self, i, n, per_byte);
-        if done {
-            self.decide();
+        let mut pool = self.lock();
+        pool.record(self, thread, i, n, timed.then_some((per_byte, warm)));
+        if pool.done(self) {
+            let choice = pool.decide(self);
+            drop(pool);
+            let _ = self.decided.set(choice);
         }
     }
 
     /// The winner's index and why it won, deciding now if no thread has.
     pub(super) fn finish(self) -> (usize, KernelChoice) {
-        self.decide();
-        self.decided.into_inner().expect("decided above")
-    }
-
-    fn lock(&self, thread: usize) -> std::sync::MutexGuard<'_, Turns> {
-        // A panic in another thread's visit poisons nothing of ours: the
-        // turns are only counters and times.
-        self.threads[thread]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Picks the winner from every thread's times so far, unless decided.
-    fn decide(&self) {
-        self.decided.get_or_init(|| {
-            let n = self.kernels.len();
-            let mut pooled = vec![Times::default(); n];
-            let mut timing = 0;
-            for t in 0..self.threads.len() {
-                let turns = self.lock(t);
-                timing += usize::from(turns.times.iter().any(|t| !t.is_empty()));
-                for (all, mine) in pooled.iter_mut().zip(&turns.times) {
-                    all.early.extend(&mine.early);
-                    all.late.extend(&mine.late);
-                }
-            }
-            let figures: Vec<(f64, usize)> = pooled
-                .iter()
-                .map(|t| {
-                    let v = if t.late.is_empty() { &t.early } else { &t.late };
-                    (median(v), v.len())
-                })
-                .collect();
-            let best = (0..n)
-                .min_by(|&a, &b| figures[a].0.total_cmp(&figures[b].0))
-                .expect("two contenders or more");
-            let speeds: Vec<String> = self
-                .kernels
-                .iter()
-                .zip(&figures)
-                .map(|(k, (t, n))| format!("{} {:.0} ms ({n})", k.name(), t * 1e12))
-                .collect();
-            let reason = format!(
-                "measured fastest in a trial on the scan's first blocks ({timing} thread{}, \
-                 {} quer{}), median time per GB (blocks timed): {}",
-                if timing == 1 { "" } else { "s" },
-                self.nq,
-                if self.nq == 1 { "y" } else { "ies" },
-                speeds.join(", ")
-            );
-            let name = self.kernels[best].name();
-            (best, KernelChoice { name, reason })
-        });
-    }
-}
-
-/// One thread's side of a [`Trial`].
-#[derive(Debug)]
-struct Turns {
-    /// Rows scanned so far.
-    rows: usize,
-    /// Whose turn it is, and blocks scanned in this turn.
-    turn: usize,
-    in_turn: usize,
-    /// Rounds begun; rounds finished after the warm-up.
-    round: usize,
-    timed_rounds: usize,
-    /// The current round began after the warm-up.
-    warm: bool,
-    /// Contenders still in.
-    live: Vec<bool>,
-    times: Vec<Times>,
-}
-
-impl Turns {
-    fn new(n: usize) -> Self {
-        Turns {
-            rows: 0,
-            turn: 0,
-            in_turn: 0,
-            round: 0,
-            timed_rounds: 0,
-            warm: false,
-            live: vec![true; n],
-            times: vec![Times::default(); n],
+        if let Some(decided) = self.decided.get() {
+            return decided.clone();
         }
+        self.lock().decide(&self)
     }
 
-    /// True when contender `i` takes turns in the current round.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        // A panic in another thread poisons nothing that matters here:
+        // the pool holds counters and times.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Pool {
+    /// True when contender `i` takes turns now.
     fn takes_turns(&self, trial: &Trial, i: usize) -> bool {
         self.live[i] && (self.warm || !trial.kernels[i].filters())
     }
 
-    /// The contender to scan the next block.
-    fn next(&mut self, trial: &Trial) -> usize {
+    /// The contender to scan `thread`'s next block, whether that block is
+    /// timed (not the first of a turn), and whether the warm-up is over.
+    fn next(&mut self, trial: &Trial, thread: usize) -> (usize, bool, bool) {
         let n = trial.kernels.len();
-        while self.in_turn == TRIAL_RUN || !self.takes_turns(trial, self.turn) {
-            self.in_turn = 0;
-            self.turn += 1;
-            if self.turn == n {
-                self.end_round(trial);
-            }
-        }
-        self.turn
-    }
-
-    /// Ends a round: counts it, drops the slow, and begins the next.
-    fn end_round(&mut self, trial: &Trial) {
-        self.turn = 0;
-        self.timed_rounds += usize::from(self.warm);
-        if self.round >= 1 {
-            let medians: Vec<f64> = self.times.iter().map(Times::median).collect();
-            let best = (0..self.live.len())
-                .filter(|&i| self.live[i])
-                .map(|i| medians[i])
-                .fold(f64::INFINITY, f64::min);
-            // (A contender not timed yet has an infinite median.)
-            for (live, t) in self.live.iter_mut().zip(&self.times) {
-                *live &= t.is_empty() || t.median() <= TRIAL_DROP * best;
-            }
-        }
-        self.round += 1;
-        self.warm = self.rows >= trial.warm;
-        // Should only filtering kernels be left, they need no warm-up.
-        if !(0..self.live.len()).any(|i| self.takes_turns(trial, i)) {
+        if !(0..n).any(|i| self.takes_turns(trial, i)) {
+            // Only filtering kernels are left: they need no warm-up.
             self.warm = true;
         }
+        let slot = thread % self.turns.len();
+        let (mut turn, mut in_turn) = self.turns[slot];
+        while in_turn == TRIAL_RUN || !self.takes_turns(trial, turn) {
+            (turn, in_turn) = ((turn + 1) % n, 0);
+        }
+        self.turns[slot] = (turn, in_turn + 1);
+        (turn, in_turn > 0, self.warm)
     }
 
-    /// Records contender `i`'s block of `rows` rows, `per_byte` seconds
-    /// per stored byte; true when this thread's trial is over.
-    fn record(&mut self, trial: &Trial, i: usize, rows: usize, per_byte: f64) -> bool {
-        if self.in_turn > 0 {
-            let t = &mut self.times[i];
-            if self.warm { &mut t.late } else { &mut t.early }.push(per_byte);
-        }
-        self.in_turn += 1;
+    /// Records a block of `rows` rows scanned by contender `i` on
+    /// `thread`, with its time per byte if timed (and whether after the
+    /// warm-up); drops the slow contenders.
+    fn record(
+        &mut self,
+        trial: &Trial,
+        thread: usize,
+        i: usize,
+        rows: usize,
+        time: Option<(f64, bool)>,
+    ) {
         self.rows += rows;
-        // The rounds end in `next`, so the last one counts once the
-        // thread would begin another.
-        let last_turn = (self.turn + 1..trial.kernels.len()).all(|j| !self.takes_turns(trial, j));
-        let rounds_done =
-            self.timed_rounds + usize::from(self.warm && last_turn && self.in_turn == TRIAL_RUN);
-        rounds_done >= TRIAL_ROUNDS || self.rows >= trial.budget
+        self.warm |= self.rows >= trial.warm;
+        let Some((t, late)) = time else {
+            return;
+        };
+        let slot = thread % self.timing.len();
+        self.timing[slot] = true;
+        let times = &mut self.times[i];
+        if late {
+            &mut times.late
+        } else {
+            &mut times.early
+        }
+        .push(t);
+        // Among the contenders taking turns; one not timed enough yet (as
+        // a filtering kernel during the warm-up) is left in.
+        let raced = |i: usize| self.times[i].len() >= TRIAL_RACE;
+        let ready = (0..self.live.len()).all(|i| !self.takes_turns(trial, i) || raced(i));
+        if ready {
+            let medians: Vec<f64> = self.times.iter().map(Times::median).collect();
+            let best = (0..self.live.len())
+                .filter(|&i| self.live[i] && raced(i))
+                .map(|i| medians[i])
+                .fold(f64::INFINITY, f64::min);
+            for (i, median) in medians.into_iter().enumerate() {
+                self.live[i] &= !raced(i) || median <= TRIAL_DROP * best;
+            }
+        }
+    }
+
+    /// True when every contender still in has its timed blocks after the
+    /// warm-up, or the trial has taken its rows.
+    fn done(&self, trial: &Trial) -> bool {
+        let enough = (0..self.live.len())
+            .all(|i| !self.live[i] || self.times[i].late.len() >= TRIAL_SAMPLES);
+        enough || self.rows >= trial.budget
+    }
+
+    /// The winner and why.
+    fn decide(&self, trial: &Trial) -> (usize, KernelChoice) {
+        let figures: Vec<(f64, usize)> = self
+            .times
+            .iter()
+            .map(|t| {
+                let v = if t.late.is_empty() { &t.early } else { &t.late };
+                (median(v), v.len())
+            })
+            .collect();
+        let best = (0..figures.len())
+            .filter(|&i| self.live[i])
+            .min_by(|&a, &b| figures[a].0.total_cmp(&figures[b].0))
+            .unwrap_or(0);
+        let speeds: Vec<String> = trial
+            .kernels
+            .iter()
+            .zip(&figures)
+            .map(|(k, (t, n))| format!("{} {:.0} ms ({n})", k.name(), t * 1e12))
+            .collect();
+        let timing = self.timing.iter().filter(|&&t| t).count();
+        let reason = format!(
+            "measured fastest in a trial on the scan's first blocks ({timing} thread{}, \
+             {} quer{}), median time per GB (blocks timed): {}",
+            if timing == 1 { "" } else { "s" },
+            trial.nq,
+            if trial.nq == 1 { "y" } else { "ies" },
+            speeds.join(", ")
+        );
+        let name = trial.kernels[best].name();
+        (best, KernelChoice { name, reason })
     }
 }
 
 /// One contender's times per byte of its trial blocks.
 #[derive(Clone, Debug, Default)]
 struct Times {
-    /// Before the thread had scanned the trial's `warm` rows.
+    /// Before the threads had scanned the trial's `warm` rows.
     early: Vec<f64>,
     /// After.
     late: Vec<f64>,
 }
 
 impl Times {
-    fn is_empty(&self) -> bool {
-        self.early.is_empty() && self.late.is_empty()
+    fn len(&self) -> usize {
+        self.early.len() + self.late.len()
     }
 
     /// The median of all its blocks (infinite when there are none).
@@ -461,47 +463,48 @@ fn median(v: &[f64]) -> f64 {
 mod tests {
     use super::*;
 
-    /// Runs one thread's trial of `kernels` (blocks of one row, `warm` and
-    /// `budget` in rows) with the time per byte `cost(i)` for contender
-    /// `i`; returns the contenders in the order they scanned, and the
-    /// trial.
-    fn run<'a>(
-        kernels: &'a [Kernel],
+    /// Runs a trial of `kernels` on `threads` threads taking blocks of one
+    /// row in turn (`warm` and `budget` in rows), with the time per byte
+    /// `cost(i)` for contender `i`, until it decides; returns the
+    /// contenders in the order they scanned, and the winner.
+    fn run(
+        kernels: &[Kernel],
         warm: usize,
         budget: usize,
+        threads: usize,
         cost: impl Fn(usize) -> f64,
-    ) -> (Vec<usize>, Trial<'a>) {
-        let trial = Trial::with(kernels, 16, 1, warm, budget, 1);
+    ) -> (Vec<usize>, (usize, KernelChoice)) {
+        let trial = Trial::with(kernels, 16, 1, warm, budget, threads);
         let mut order = Vec::new();
-        loop {
-            let i = trial.lock(0).next(&trial);
+        for thread in (0..threads).cycle() {
+            let (i, timed, late) = trial.lock().next(&trial, thread);
             order.push(i);
-            if trial.lock(0).record(&trial, i, 1, cost(i)) {
-                break;
+            let mut pool = trial.lock();
+            pool.record(&trial, thread, i, 1, timed.then_some((cost(i), late)));
+            if pool.done(&trial) {
+                return (order, pool.decide(&trial));
             }
         }
-        (order, trial)
+        unreachable!("the cycle ends by returning")
     }
 
     #[test]
     fn filtering_kernels_take_turns_after_the_warm_up() {
         let kernels = [Kernel::Avx512Bf16, Kernel::Avx512Vnni];
-        // Equal costs: nobody drops out. Rounds 0 and 1 scan 6 rows with
-        // `avx512bf16` alone; then both take 4 timed rounds of 3 blocks.
-        let (order, trial) = run(&kernels, 6, 1000, |_| 1e-12);
+        // Equal costs: nobody drops out. Six rows with `avx512bf16` alone;
+        // then turns of three blocks (two timed) until each has 16 timed
+        // blocks after the warm-up.
+        let (order, (best, choice)) = run(&kernels, 6, 1000, 1, |_| 1e-12);
         let mut want = vec![0; 6];
-        for _ in 0..TRIAL_ROUNDS {
-            want.extend([0, 0, 0, 1, 1, 1]);
+        for _ in 0..8 {
+            want.extend([1, 1, 1, 0, 0, 0]);
         }
         assert_eq!(order, want);
-        let (best, choice) = trial.finish();
         assert_eq!(best, 0, "ties go to the first contender");
-        // Two timed blocks per turn: 2 early + 8 late for avx512bf16 (the
-        // late ones count), 8 late for avx512vnni.
         assert!(
             choice
                 .reason
-                .ends_with("(blocks timed): avx512bf16 1 ms (8), avx512vnni 1 ms (8)"),
+                .ends_with("(1 thread, 16 queries), median time per GB (blocks timed): avx512bf16 1 ms (16), avx512vnni 1 ms (16)"),
             "{}",
             choice.reason
         );
@@ -511,17 +514,35 @@ mod tests {
     fn a_slow_contender_drops_out_and_the_fastest_median_wins() {
         let kernels = [Kernel::Avx2, Kernel::Avx512, Kernel::Avx512Bf16];
         let cost = |i: usize| [2e-12, 1e-12, 1.2e-12][i];
-        let (order, trial) = run(&kernels, 0, 1000, cost);
-        // `avx2` (2× the best) is out after round 1 (its 2 timed blocks of
-        // round 0 count as early, round 1's as late); the others go on.
-        assert_eq!(&order[..18], &[0, 0, 0, 1, 1, 1, 2, 2, 2].repeat(2)[..]);
-        assert!(order[18..].iter().all(|&i| i != 0), "{order:?}");
-        let (best, choice) = trial.finish();
+        let (order, (best, choice)) = run(&kernels, 0, 1000, 1, cost);
+        // Once each has 6 timed blocks (three turns), `avx2` (2× the best)
+        // drops out; the others go on to 16.
+        let mut want = [0, 0, 0, 1, 1, 1, 2, 2, 2].repeat(3);
+        want.extend([1, 1, 1, 2, 2, 2].repeat(5));
+        assert_eq!(order, want);
         assert_eq!((best, choice.name), (1, "avx512"));
         assert!(
             choice
                 .reason
-                .ends_with("avx2 2 ms (2), avx512 1 ms (8), avx512bf16 1 ms (8)"),
+                .ends_with("avx2 2 ms (6), avx512 1 ms (16), avx512bf16 1 ms (16)"),
+            "{}",
+            choice.reason
+        );
+    }
+
+    #[test]
+    fn threads_pool_their_times() {
+        let kernels = [Kernel::Avx2, Kernel::Avx512Bf16];
+        let cost = |i: usize| [1.3e-12, 1e-12][i];
+        let (order, (best, choice)) = run(&kernels, 0, 1000, 2, cost);
+        // Two threads in step: each gives each contender 2 timed blocks a
+        // round, so 16 after 4 rounds of 6 blocks per thread.
+        assert_eq!(order.len(), 2 * 4 * 6);
+        assert_eq!((best, choice.name), (1, "avx512bf16"));
+        assert!(
+            choice
+                .reason
+                .ends_with("(2 threads, 16 queries), median time per GB (blocks timed): avx2 1 ms (16), avx512bf16 1 ms (16)"),
             "{}",
             choice.reason
         );
@@ -531,12 +552,13 @@ mod tests {
     fn the_trial_stops_at_its_budget() {
         let kernels = [Kernel::Avx512Bf16, Kernel::Avx512Vnni];
         // The warm-up would need 100 rows; the budget is 10.
-        let (order, trial) = run(&kernels, 100, 10, |_| 1.0);
+        let (order, (best, choice)) = run(&kernels, 100, 10, 1, |_| 1e-12);
         assert_eq!(order, vec![0; 10]);
-        let (best, choice) = trial.finish();
         assert_eq!(best, 0);
         assert!(
-            choice.reason.contains("avx512vnni inf ms (0)"),
+            choice
+                .reason
+                .ends_with("avx512bf16 1 ms (6), avx512vnni inf ms (0)"),
             "{}",
             choice.reason
         );

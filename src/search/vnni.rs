@@ -93,6 +93,15 @@ impl Floors {
                 .collect(),
         )
     }
+
+    /// Raises each query's floor to its list's threshold, if higher.
+    pub(super) fn raise(&self, lists: &[Shortlist]) {
+        for (list, shared) in lists.iter().zip(&self.0) {
+            if list.tau > unkey(shared.load(Relaxed)) {
+                shared.fetch_max(key(list.tau), Relaxed);
+            }
+        }
+    }
 }
 
 /// An f64 (not NaN) as a u64 in the same order.
@@ -245,7 +254,6 @@ impl Prepared {
                 zero(c.hat),
                 zero(c.err),
                 thr,
-                floor,
                 always,
             );
         }
@@ -279,11 +287,7 @@ impl Prepared {
                 }
             }
         }
-        for ((&floor, list), shared) in qs.floor.iter().zip(lists.iter()).zip(&floors.0) {
-            if list.tau > floor {
-                shared.fetch_max(key(list.tau), Relaxed);
-            }
-        }
+        floors.raise(lists);
     }
 
     /// Per query, the factors of its int8 scores and bounds under
@@ -462,8 +466,6 @@ struct QueryArrays {
     err: Vec<f64>,
     /// The threshold a row's int8 upper bound must reach to be refined.
     thr: Vec<f64>,
-    /// The threshold shared by all workers at the start of the block.
-    floor: Vec<f64>,
     /// Always refined (`thr` stays -inf).
     always: Vec<bool>,
     /// Per query, refine the current row.
@@ -491,28 +493,16 @@ impl QueryArrays {
         self.hat.clear();
         self.err.clear();
         self.thr.clear();
-        self.floor.clear();
         self.always.clear();
         self.hit.clear();
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        offset: i32,
-        score: f64,
-        hat: f64,
-        err: f64,
-        thr: f64,
-        floor: f64,
-        always: bool,
-    ) {
+    fn push(&mut self, offset: i32, score: f64, hat: f64, err: f64, thr: f64, always: bool) {
         self.offset.push(offset);
         self.score.push(score);
         self.hat.push(hat);
         self.err.push(err);
         self.thr.push(thr);
-        self.floor.push(floor);
         self.always.push(always);
         self.hit.push(false);
     }
