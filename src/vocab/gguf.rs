@@ -358,6 +358,7 @@ impl Vocab {
             model,
             style,
             by_id: (0..n as u32).collect(),
+            shadowed: Vec::new(),
             entries: table.entries,
             by_token: OnceLock::new(),
             scans: Default::default(),

@@ -103,6 +103,10 @@ pub struct Vocab {
     entries: Entries,
     /// id → index into `entries` (added tokens win), `NO_ENTRY` when unused.
     by_id: Vec<u32>,
+    /// Indices of the entries whose id's slot in `by_id` another entry
+    /// holds (a model id given twice, or a model entry an added token
+    /// shadows), ascending: the only places a duplicated id can show.
+    shadowed: Vec<u32>,
     /// token → id (added tokens win, else the first model entry), built on
     /// the first lookup by string: `info` and `#ID` queries never need it,
     /// and on a Llama-3-sized vocabulary it is a third of the load time.
@@ -192,16 +196,21 @@ impl Vocab {
 
         let mut entries = vocab;
         let mut by_id = vec![NO_ENTRY; size];
+        let mut shadowed = Vec::new();
         for (index, e) in entries.iter().enumerate() {
-            if by_id[e.id as usize] == NO_ENTRY {
-                by_id[e.id as usize] = index as u32;
+            match &mut by_id[e.id as usize] {
+                slot @ &mut NO_ENTRY => *slot = index as u32,
+                _ => shadowed.push(index as u32),
             }
         }
         let mut added = Vec::with_capacity(raw_added.len());
         let mut special_ids = HashSet::new();
         let mut decls_tok = Vec::new();
         for a in raw_added {
-            by_id[a.id as usize] = entries.len() as u32;
+            let before = std::mem::replace(&mut by_id[a.id as usize], entries.len() as u32);
+            if before != NO_ENTRY {
+                shadowed.push(before);
+            }
             entries.push(&a.content, a.id, true);
             if a.special {
                 special_ids.insert(a.id);
@@ -240,6 +249,10 @@ impl Vocab {
             lowercase,
             entries,
             by_id,
+            shadowed: {
+                shadowed.sort_unstable();
+                shadowed
+            },
             by_token: OnceLock::new(),
             scans: Default::default(),
             added,
@@ -468,24 +481,32 @@ impl Vocab {
     /// ids, over model vocab and added tokens (an added token repeating its
     /// vocab entry is not a duplicate). Ids ascending, then tokens sorted.
     pub fn duplicates(&self) -> Vec<Duplicate> {
-        // An id is duplicated when some entry's string differs from the one
-        // it resolves to.
-        let mut dup_id = vec![false; self.by_id.len()];
-        for (index, e) in self.entries.iter().enumerate() {
-            let at = self.by_id[e.id as usize] as usize;
-            if at != index && self.entries.get(at).is_some_and(|r| r.token != e.token) {
-                dup_id[e.id as usize] = true;
-            }
-        }
-        let mut by_id: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
-        for e in self.entries.iter().filter(|e| dup_id[e.id as usize]) {
-            let tokens = by_id.entry(e.id).or_default();
-            if !tokens.iter().any(|t| t == e.token) {
-                tokens.push(e.token.to_string());
+        // An id is duplicated when an entry that does not hold its slot
+        // has another string than the one that does. Its strings are
+        // listed in entry order, each once.
+        let token_of = |index: u32| self.entries.get(index as usize).map(|e| (e.id, e.token));
+        let mut shadowed: Vec<(u32, u32)> = (self.shadowed.iter())
+            .filter_map(|&index| Some((token_of(index)?.0, index)))
+            .collect();
+        shadowed.sort_unstable();
+        let mut by_id = Vec::new();
+        for run in shadowed.chunk_by(|a, b| a.0 == b.0) {
+            let (id, holder) = (run[0].0, self.by_id[run[0].0 as usize]);
+            let mut at: Vec<(&str, u32)> = std::iter::once(holder)
+                .chain(run.iter().map(|&(_, index)| index))
+                .filter_map(|index| Some((token_of(index)?.1, index)))
+                .collect();
+            // First each string's earliest entry, then entry order.
+            at.sort_unstable();
+            at.dedup_by_key(|&mut (token, _)| token);
+            if at.len() > 1 {
+                at.sort_unstable_by_key(|&(_, index)| index);
+                let tokens = at.into_iter().map(|(t, _)| t.to_string()).collect();
+                by_id.push((id, tokens));
             }
         }
         // A string is duplicated when its entries have different ids.
-        let mut pairs = self.maybe_shared();
+        let mut pairs = self.shared();
         pairs.sort_unstable();
         pairs.dedup();
         let mut out: Vec<Duplicate> = by_id
@@ -504,15 +525,30 @@ impl Vocab {
         out
     }
 
-    /// `(token, id)` of every entry whose string another entry may have
-    /// too (see [`maybe_repeated`]): all that do, and about one in sixteen
-    /// of the rest, so that the exact comparison (a sort) is left to few
-    /// entries.
-    fn maybe_shared(&self) -> Vec<(&str, u32)> {
+    /// `(token, id)` of the entries whose string's hash another entry's
+    /// has too, unsorted: every entry whose string another has, and the
+    /// rare ones that only share a hash. Each string is hashed once; the
+    /// few hashes [`maybe_repeated`] lets through (about one in sixteen)
+    /// are sorted as numbers, and only entries with equal hashes are kept
+    /// for the caller's exact comparison of strings.
+    fn shared(&self) -> Vec<(&str, u32)> {
         use std::hash::BuildHasher;
         let state = foldhash::fast::FixedState::with_seed(0x5eed);
-        let pairs = self.entries.iter().map(|e| (e.token, e.id));
-        maybe_repeated(pairs, |&(token, _)| state.hash_one(token))
+        let hashes: Vec<u64> = self
+            .entries
+            .iter()
+            .map(|e| state.hash_one(e.token))
+            .collect();
+        let indexed = hashes.iter().enumerate().map(|(i, &h)| (h, i));
+        let mut maybe = maybe_repeated(indexed, |&(h, _)| h);
+        maybe.sort_unstable();
+        maybe
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|run| run.len() > 1)
+            .flatten()
+            .filter_map(|&(_, i)| self.entries.get(i))
+            .map(|e| (e.token, e.id))
+            .collect()
     }
 }
 
