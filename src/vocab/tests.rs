@@ -78,6 +78,15 @@ fn write(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).unwrap();
 }
 
+/// The vocabulary of a tokenizer.json holding `text`, with its directory
+/// (kept while the vocabulary may read the file again).
+fn vocab_of(text: &str) -> (tempfile::TempDir, Vocab) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "tokenizer.json", text);
+    let v = load(dir.path());
+    (dir, v)
+}
+
 #[test]
 fn missing_tokenizer_json_is_none() {
     let dir = tempfile::tempdir().unwrap();
@@ -475,16 +484,15 @@ fn legacy_sentencepiece_and_untyped_models_are_detected() {
 
 #[test]
 fn duplicates_across_vocab_and_added() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = r#"{
+    let (_dir, v) = vocab_of(
+        r#"{
         "added_tokens": [
             {"id": 1, "content": "c", "special": false},
             {"id": 2, "content": "a", "special": true}
         ],
         "model": {"type": "WordLevel", "vocab": {"a": 0, "b": 0, "c": 1}, "unk_token": "a"}
-    }"#;
-    write(dir.path(), "tokenizer.json", text);
-    let v = load(dir.path());
+    }"#,
+    );
     assert_eq!(
         v.duplicates(),
         vec![
@@ -516,16 +524,15 @@ fn duplicates_across_vocab_and_added() {
 fn duplicated_ids_list_their_strings_once_in_entry_order() {
     // Id 3: model entries `p`, `q` and `p` again (a repeated key), then an
     // added `q` that takes the id; id 4: model `r`, then an added `s`.
-    let dir = tempfile::tempdir().unwrap();
-    let text = r#"{
+    let (_dir, v) = vocab_of(
+        r#"{
         "added_tokens": [
             {"id": 4, "content": "s", "special": false},
             {"id": 3, "content": "q", "special": false}
         ],
         "model": {"type": "WordLevel", "vocab": {"p": 3, "q": 3, "r": 4, "p": 3}, "unk_token": "r"}
-    }"#;
-    write(dir.path(), "tokenizer.json", text);
-    let v = load(dir.path());
+    }"#,
+    );
     assert_eq!(
         v.duplicates(),
         vec![
