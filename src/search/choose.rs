@@ -212,8 +212,8 @@ pub(super) fn plan(m: &Matrix, queries: &[Vec<f32>], k: usize) -> Result<Plan> {
 /// Until the threads have scanned [`TRIAL_WARM_ROWS`] rows together, only
 /// the kernels that do not filter take turns (their shortlists raise the
 /// thresholds all threads share meanwhile). Times are pooled over the
-/// threads: once every contender still in has [`TRIAL_RACE`] of them, one
-/// whose median is [`TRIAL_DROP`] times the best one's drops out; once
+/// threads: once every contender taking turns has [`TRIAL_RACE`] of them,
+/// one whose median is [`TRIAL_DROP`] times the best one's drops out; once
 /// each has [`TRIAL_SAMPLES`] after the warm-up (or the trial has taken
 /// 1 / [`TRIAL_SHARE`] of the matrix), the one with the lowest median
 /// (over its blocks after the warm-up, or over all of them if it dropped
@@ -302,7 +302,9 @@ impl<'a> Trial<'a> {
         let per_byte = clock.elapsed().as_secs_f64() / (n as f64 * self.row_bytes);
         let mut pool = self.lock();
         pool.record(self, thread, i, n, timed.then_some((per_byte, warm)));
-        if pool.done(self) {
+        // (Another thread may have decided meanwhile: the first decision
+        // stands.)
+        if self.decided.get().is_none() && pool.done(self) {
             let choice = pool.decide(self);
             drop(pool);
             let _ = self.decided.set(choice);
