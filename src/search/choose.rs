@@ -405,7 +405,7 @@ impl Pool {
             .iter()
             .map(|t| {
                 let v = if t.late.is_empty() { &t.early } else { &t.late };
-                (median(v), v.len())
+                (median(v.iter()), v.len())
             })
             .collect();
         let best = (0..figures.len())
@@ -448,17 +448,13 @@ impl Times {
 
     /// The median of all its blocks (infinite when there are none).
     fn median(&self) -> f64 {
-        let all: Vec<f64> = self.early.iter().chain(&self.late).copied().collect();
-        median(&all)
+        median(self.early.iter().chain(&self.late))
     }
 }
 
-/// The median of `v` (the upper one of an even count; infinite when
-/// empty).
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::INFINITY)
+/// The median of `times` (infinite when there are none).
+fn median<'t>(times: impl Iterator<Item = &'t f64> + Clone) -> f64 {
+    crate::median::median_of(times.copied()).unwrap_or(f64::INFINITY)
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
