@@ -424,6 +424,14 @@ impl Vocab {
         let tokenizer = built
             .as_ref()
             .map_err(|e| Error::bad_file(&self.file, e.clone()))?;
+        if add_special_tokens && let Some(id) = undefined_template_token(tokenizer) {
+            return Err(Error::bad_file(
+                &self.file,
+                format!(
+                    "the post_processor's template adds the special token {id:?}, which its special_tokens do not define"
+                ),
+            ));
+        }
         if let Some(recipe) = self.gguf.as_deref().filter(|_| add_special_tokens) {
             gguf_tokenizer::added_specials(recipe, self)
                 .map_err(|e| Error::bad_file(&self.file, e))?;
@@ -571,6 +579,28 @@ fn tokenizer_from_file(file: &Path) -> tokenizers::Result<Tokenizer> {
     tokenizer.with_padding(None);
     tokenizer.with_truncation(None)?;
     Ok(tokenizer)
+}
+
+/// The first special token that a template post-processor of `tokenizer`
+/// adds to a text (its `single` template) without defining it in its
+/// `special_tokens`. The tokenizers crate checks this when a template is
+/// built in code, not when one is read from a file, and panics when it
+/// encodes with the missing token.
+fn undefined_template_token(tokenizer: &Tokenizer) -> Option<String> {
+    let processor = serde_json::to_value(tokenizer.get_post_processor()?).ok()?;
+    let mut templates = Vec::new();
+    parse::find_type(&processor, "TemplateProcessing", &mut templates);
+    templates.into_iter().find_map(|t| {
+        let defined = t
+            .get("special_tokens")
+            .and_then(serde_json::Value::as_object);
+        t.get("single")?
+            .as_array()?
+            .iter()
+            .filter_map(|piece| piece.pointer("/SpecialToken/id")?.as_str())
+            .find(|id| !defined.is_some_and(|d| d.contains_key(*id)))
+            .map(str::to_string)
+    })
 }
 
 fn one_line(s: &str) -> String {

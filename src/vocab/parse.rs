@@ -253,7 +253,11 @@ pub(crate) fn model_name(model: &RawModel) -> String {
 }
 
 /// Every object of type `ty` in a (possibly nested `Sequence`) component.
-fn find_type<'a>(v: &'a Value, ty: &str, out: &mut Vec<&'a serde_json::Map<String, Value>>) {
+pub(super) fn find_type<'a>(
+    v: &'a Value,
+    ty: &str,
+    out: &mut Vec<&'a serde_json::Map<String, Value>>,
+) {
     match v {
         Value::Object(obj) => {
             if obj.get("type").and_then(Value::as_str) == Some(ty) {

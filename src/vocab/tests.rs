@@ -645,3 +645,32 @@ fn encode_ignores_padding_and_truncation_in_the_file() {
         [2, 5, 8, 7, 9, 6, 3]
     );
 }
+
+#[test]
+fn a_template_token_left_undefined_is_an_error_on_encode() {
+    // Found by tests/tokenizer_fuzz.rs: a post-processor template naming a
+    // special token its `special_tokens` lacks (here `[CLS]` misspelt)
+    // made the tokenizers crate panic when it added the template's tokens.
+    let dir = wordpiece_dir();
+    let path = dir.path().join("tokenizer.json");
+    let mut json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut template = json["post_processor"].take();
+    template["single"][0]["SpecialToken"]["id"] = json!("[CL\"]");
+    for post_processor in [
+        template.clone(),
+        json!({"type": "Sequence", "processors": [
+            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+            template,
+        ]}),
+    ] {
+        json["post_processor"] = post_processor;
+        write(dir.path(), "tokenizer.json", &json.to_string());
+        let v = load(dir.path());
+        let err = v.encode("Paris", true).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("`{}`", path.display())), "{err}");
+        assert!(err.contains(r#"special token "[CL\"]""#), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+        // Without the template's tokens the text encodes.
+        assert_eq!(v.encode("Paris", false).unwrap(), [5]);
+    }
+}
