@@ -366,6 +366,7 @@ impl Vocab {
             special_ids,
             decls,
             config_added: Vec::new(),
+            merge_prefix: String::new(),
             kinds,
             gguf: Some(Box::new(recipe)),
             source: None,

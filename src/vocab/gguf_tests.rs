@@ -533,3 +533,22 @@ fn empty_and_duplicate_tokens_do_not_break_encoding() {
     assert_eq!(vocab.encode("hello world", false).unwrap(), vec![268, 264]);
     assert_eq!(vocab.token(267), Some(""));
 }
+
+#[test]
+fn merge_longer_than_every_token_cannot_build() {
+    // The tokenizers crate copies a merge's parts into a buffer as long as
+    // the longest token before it looks the result up, and panicked here.
+    let mut map = gpt2_meta("gpt-2");
+    let long = "<|begin_of_text|> <|end_of_text|>";
+    map.insert("tokenizer.ggml.merges".into(), strings(&["h e", long]));
+    let err = load(&map).encode("hello", false).unwrap_err().to_string();
+    assert!(
+        err.starts_with("`model.gguf`: cannot build the tokenizer: "),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"merge "<|begin_of_text|>" "<|end_of_text|>""#),
+        "{err}"
+    );
+    assert!(!err.contains('\n'));
+}

@@ -30,6 +30,7 @@ use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior, Tokeni
 use super::Vocab;
 use super::entries::Entry;
 use super::gguf::{Recipe, TokenType};
+use super::merge_fit;
 
 /// GPT-2's split.
 const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -91,12 +92,19 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
                     "GGUF pre-tokenizer {pre:?} (tokenizer.ggml.pre)"
                 )));
             };
-            let merges = recipe
+            let merges: Vec<(String, String)> = recipe
                 .merges
                 .iter()
                 .filter_map(|m| m.split_once(' '))
                 .map(|(l, r)| (l.to_string(), r.to_string()))
                 .collect();
+            let longest = vocab.entries.iter().map(|e| e.token.len()).max();
+            let unfit = merges.iter().find_map(|(l, r)| {
+                merge_fit::unfit(l.as_bytes(), r.as_bytes(), longest.unwrap_or(0), "")
+            });
+            if let Some(why) = unfit {
+                return Err(failed(&why));
+            }
             let ignore_merges = recipe.pre.as_deref().is_some_and(is_llama3);
             let model = BPE::builder()
                 .vocab_and_merges(vocab_map(vocab, |_| true), merges)

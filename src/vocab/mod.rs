@@ -16,6 +16,7 @@ mod gguf;
 mod gguf_tokenizer;
 mod kind;
 mod lookup;
+mod merge_fit;
 pub(crate) mod parse;
 mod readable;
 pub(crate) mod scan;
@@ -117,6 +118,9 @@ pub struct Vocab {
     special_ids: HashSet<u32>,
     decls: Vec<SpecialDecl>,
     config_added: Vec<(u32, String)>,
+    /// tokenizer.json's `model.continuing_subword_prefix` (empty when
+    /// none), which the tokenizers crate takes off each merge's second part.
+    merge_prefix: String,
     /// GGUF token types by id (empty for tokenizer.json).
     kinds: Vec<TokenType>,
     /// How to build the tokenizer of a GGUF vocabulary.
@@ -175,6 +179,11 @@ impl Vocab {
         let model = parse::model_name(&raw.model);
         let style = parse::detect_style(&raw, &model);
         let lowercase = parse::lowercases(&raw);
+        let merge_prefix = raw
+            .model
+            .continuing_subword_prefix
+            .clone()
+            .unwrap_or_default();
         let raw_added = raw.added_tokens.unwrap_or_default();
         let vocab = raw.model.vocab.map(|v| v.entries).unwrap_or_default();
 
@@ -259,6 +268,7 @@ impl Vocab {
             special_ids,
             decls,
             config_added,
+            merge_prefix,
             kinds: Vec::new(),
             gguf: None,
             source: source.map(Box::new),
@@ -418,8 +428,7 @@ impl Vocab {
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
         let built = self.tokenizer.get_or_init(|| match &self.gguf {
             Some(recipe) => gguf_tokenizer::build(recipe, self),
-            None => tokenizer_from_file(&self.file)
-                .map_err(|e| format!("cannot build the tokenizer: {}", one_line(&e.to_string()))),
+            None => self.tokenizer_from_file(),
         });
         let tokenizer = built
             .as_ref()
@@ -443,6 +452,29 @@ impl Vocab {
             ))
         })?;
         Ok(encoding.get_ids().to_vec())
+    }
+
+    /// The tokenizer of this vocabulary's tokenizer.json, without the
+    /// padding and truncation a file may set (sentence-transformers exports
+    /// pad to 128): lookups want the text's own tokens only. The error is
+    /// the message to show after the file name; a BPE merge the tokenizers
+    /// crate would panic on is one (see `merge_fit`).
+    fn tokenizer_from_file(&self) -> std::result::Result<Tokenizer, String> {
+        let failed = |e: &dyn fmt::Display| {
+            format!("cannot build the tokenizer: {}", one_line(&e.to_string()))
+        };
+        let bytes = std::fs::read(&self.file).map_err(|e| failed(&e))?;
+        if !matches!(self.model.as_str(), "WordPiece" | "WordLevel" | "Unigram") {
+            let longest = self.model_entries().map(|(t, _)| t.len()).max();
+            let unfit = merge_fit::unfit_in_file(&bytes, longest.unwrap_or(0), &self.merge_prefix);
+            if let Some(why) = unfit {
+                return Err(failed(&why));
+            }
+        }
+        let mut tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| failed(&e))?;
+        tokenizer.with_padding(None);
+        tokenizer.with_truncation(None).map_err(|e| failed(&e))?;
+        Ok(tokenizer)
     }
 
     /// Whether `id` is special: an added token marked special, an
@@ -569,16 +601,6 @@ pub fn special_decls(dir: &Path, config: Option<&serde_json::Value>) -> Result<V
         Some(vocab) => Ok(vocab.decls),
         None => Ok(special::collect(dir, config)?.decls),
     }
-}
-
-/// The tokenizer of a tokenizer.json, without the padding and truncation
-/// a file may set (sentence-transformers exports pad to 128): lookups want
-/// the text's own tokens only.
-fn tokenizer_from_file(file: &Path) -> tokenizers::Result<Tokenizer> {
-    let mut tokenizer = Tokenizer::from_file(file)?;
-    tokenizer.with_padding(None);
-    tokenizer.with_truncation(None)?;
-    Ok(tokenizer)
 }
 
 /// The first special token that a template post-processor of `tokenizer`

@@ -674,3 +674,37 @@ fn a_template_token_left_undefined_is_an_error_on_encode() {
         assert_eq!(v.encode("Paris", false).unwrap(), [5]);
     }
 }
+
+#[test]
+fn merge_longer_than_every_token_is_an_error_on_encode() {
+    // Found by tests/tokenizer_fuzz.rs (a vocab entry cut short, so that
+    // no token was as long as a merge's parts together): the tokenizers
+    // crate copies the parts into a buffer as long as the longest token
+    // before it looks the result up, and panicked.
+    let dir = tempfile::tempdir().unwrap();
+    tf::write_byte_level_bpe(dir.path(), &["a", "b"], &[("a", "b")], &[]).unwrap();
+    let v = load(dir.path());
+    let err = v.encode("ab", false).unwrap_err().to_string();
+    assert!(err.contains("cannot build the tokenizer"), "{err}");
+    assert!(err.contains(r#"merge "a" "b""#), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+    // A second part shorter than the model's continuing_subword_prefix,
+    // merges joined or not: the crate took the prefix's length off it.
+    let path = dir.path().join("tokenizer.json");
+    let mut json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    json["model"]["vocab"]["abcd"] = json!(2);
+    json["model"]["continuing_subword_prefix"] = json!("##");
+    for merges in [json!([["a", "b"]]), json!(["a b"])] {
+        json["model"]["merges"] = merges;
+        write(dir.path(), "tokenizer.json", &json.to_string());
+        let err = load(dir.path())
+            .encode("ab", false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(r#"merge "a" "b""#), "{err}");
+        assert!(
+            err.contains(r###"continuing_subword_prefix "##""###),
+            "{err}"
+        );
+    }
+}
