@@ -18,5 +18,6 @@ mod neighbors;
 mod regenerate;
 mod size;
 mod tensors;
+mod tokenizer_fuzz;
 mod trust;
 mod undertrained;

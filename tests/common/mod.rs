@@ -1,5 +1,7 @@
 //! Helpers shared by the CLI tests.
 
+pub mod fuzz;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -68,11 +70,16 @@ pub fn fails(args: &[&str], needle: &str) -> String {
 /// A copy of a fixture directory in a temporary directory, to break a file of.
 pub fn fixture_copy(rel: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(fixtures().join(rel)).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, tmp.path().join(path.file_name().unwrap())).unwrap();
-    }
+    copy_files(&fixtures().join(rel), tmp.path());
     tmp
+}
+
+/// Copies the files of directory `from` into directory `to`.
+pub fn copy_files(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+    }
 }
 
 /// Writes `path` as a safetensors file holding one F32 tensor
