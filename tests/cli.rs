@@ -16,6 +16,7 @@ mod kernels;
 mod lookup;
 mod neighbors;
 mod regenerate;
+mod safetensors_fuzz;
 mod size;
 mod tensors;
 mod tokenizer_fuzz;
