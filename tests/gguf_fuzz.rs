@@ -4,7 +4,7 @@
 //! guards), the config and the vocabulary from metadata, encoding a text
 //! with that vocabulary and a quantized row read must return an answer or
 //! an error, never panic. `fuzz_gguf_for_minutes` (ignored;
-//! `benches/fuzz-gguf.sh`) runs the same for `EMBSCOPE_FUZZ_SECS` seconds.
+//! `benches/fuzz.sh gguf`) runs the same for `EMBSCOPE_FUZZ_SECS` seconds.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -143,7 +143,7 @@ fn mutated_gguf_files_never_panic() {
 }
 
 #[test]
-#[ignore = "minutes of fuzzing: benches/fuzz-gguf.sh"]
+#[ignore = "minutes of fuzzing: benches/fuzz.sh gguf"]
 fn fuzz_gguf_for_minutes() {
     let secs = std::env::var("EMBSCOPE_FUZZ_SECS")
         .ok()
