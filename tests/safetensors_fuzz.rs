@@ -65,9 +65,14 @@ fn targets() -> Vec<Target> {
     ];
     vec![
         target("llama-sharded", "llama-sharded", &sharded, None),
-        target("its index", "llama-sharded", &sharded, Some(sharded[2])),
         target(
-            "its first shard",
+            "llama-sharded by index",
+            "llama-sharded",
+            &sharded,
+            Some(sharded[2]),
+        ),
+        target(
+            "llama-sharded by a shard",
             "llama-sharded",
             &sharded,
             Some(sharded[0]),
@@ -404,11 +409,26 @@ fn mutate_safetensors(rng: &mut Rng, bytes: &mut Vec<u8>) {
             bytes.truncate(at);
         }
         6 if bytes.len() > header_end => {
-            // Values: NaN, infinity, zero, the largest finite, in any dtype.
-            let at = header_end + rng.below(bytes.len() - header_end);
+            // Values: zeros, NaN, huge, tiny and negative ones, and the
+            // infinities of BF16, F16 and F32, from a 4-byte boundary.
+            let patterns: &[&[u8]] = &[
+                &[0x00],
+                &[0xFF],
+                &[0x7F],
+                &[0x80],
+                &[0x80, 0x7F],
+                &[0x00, 0x7C],
+                &[0x00, 0x00, 0x80, 0x7F],
+                &[0x00, 0x00, 0x80, 0xFF],
+            ];
+            let pattern = rng.pick(patterns);
+            let at = header_end + (rng.below(bytes.len() - header_end) & !3);
             let len = (1 + rng.below(256)).min(bytes.len() - at);
-            let fill = rng.pick(&[0x00, 0xFF, 0x7F, 0x80]);
-            bytes[at..at + len].fill(fill);
+            let fill = pattern.iter().cycle().take(len);
+            bytes[at..at + len]
+                .iter_mut()
+                .zip(fill)
+                .for_each(|(b, &v)| *b = v);
         }
         _ => {
             for _ in 0..1 + rng.below(4) {

@@ -194,6 +194,7 @@ fn load(dir: &Path, bytes: &[u8], config: Option<&Value>, keep_merges: bool) -> 
         Ok(Some(v)) => {
             exercise(&v);
             let _ = v.encode("Hello king, 1234\n", true);
+            let _ = v.encode(" é\u{0}<s>", false);
             true
         }
         Ok(None) => panic!("tokenizer.json not found"),
