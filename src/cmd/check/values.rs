@@ -22,17 +22,17 @@ use crate::vocab::Vocab;
 /// deviations (1.4826 × MAD) from the median log-norm are outliers.
 const OUTLIER_SIGMAS: f64 = 6.0;
 
-/// Outliers among positive finite norms `(id, norm)`: ids whose log-norm
-/// is more than [`OUTLIER_SIGMAS`] robust deviations from the median,
-/// most extreme first, with the median and the bounds (as norms).
-pub(crate) fn outliers(rows: &[(u32, f32)]) -> (Vec<u32>, f64, f64) {
+/// Outliers among positive finite norms `(id, norm)`, whose middle norms
+/// are `mid` (as [`middle`] gives them): ids whose log-norm is more than
+/// [`OUTLIER_SIGMAS`] robust deviations from the median log-norm, most
+/// extreme first, with the bounds (as norms).
+pub(crate) fn outliers(rows: &[(u32, f32)], mid: (f64, f64)) -> (Vec<u32>, f64, f64) {
     if rows.len() < 8 {
         return (Vec::new(), 0.0, f64::INFINITY);
     }
     // The median log-norm, from the middle norms (the logarithm keeps
     // their order; an odd count has one, given twice).
-    let (lo, hi, _) = middle(rows.iter().map(|&(_, n)| f64::from(n))).expect("8 rows or more");
-    let med = (lo.ln() + hi.ln()) / 2.0;
+    let med = (mid.0.ln() + mid.1.ln()) / 2.0;
     let dev: Vec<f64> = rows
         .iter()
         .map(|&(_, n)| (f64::from(n).ln() - med).abs())
@@ -300,7 +300,14 @@ fn norm_findings(
     let vocab = s.vocab;
     let min = live.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
     let max = live.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let med = median_of(live.iter().map(|&(_, n)| f64::from(n)))?;
+    // The median, as `median_of` makes it; the outliers' median log-norm
+    // comes from the same middle norms.
+    let (mid_lo, mid_hi, even) = middle(live.iter().map(|&(_, n)| f64::from(n)))?;
+    let med = if even {
+        (mid_lo + mid_hi) / 2.0
+    } else {
+        mid_hi
+    };
     out.push(Finding::new(
         Severity::Info,
         "norm-summary",
@@ -350,7 +357,7 @@ fn norm_findings(
             }),
         ));
     }
-    let (ids, lo, hi) = outliers(live);
+    let (ids, lo, hi) = outliers(live, (mid_lo, mid_hi));
     if !ids.is_empty() {
         let norm_of = |id: u32| norm_of(id).unwrap_or(0.0);
         let low = ids
