@@ -39,8 +39,7 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
         return vec![f64::NAN; values.len()];
     }
     // On the log scale, the value a zero (or less) counts as.
-    let floor = (dir == Direction::LowLog)
-        .then(|| median_of(finite().filter(|&x| x > 0.0)).map_or(1e-30, |m| m * 1e-3));
+    let floor = (dir == Direction::LowLog).then(|| log_floor(finite()));
     let transform = |x: f64| floor.map_or(x, |floor| -(x.max(floor)).ln());
     // Each value transformed once (a logarithm each, on the log scale).
     let mut z: Vec<f64> = values
@@ -60,6 +59,21 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
     let sigma = (1.4826 * dev).max(MIN_SIGMA);
     z.iter_mut().for_each(|x| *x = (*x - med) / sigma);
     z
+}
+
+/// The least value on the log scale, below which values count as it: a
+/// thousandth of the median positive one (of the finite `values`). When
+/// every value is positive and at least a thousandth of the largest, no
+/// value is below that (the median is no larger than the largest), and 0
+/// is returned instead: it leaves them as they are too, and spares
+/// finding the median.
+fn log_floor(values: impl Iterator<Item = f64> + Clone) -> f64 {
+    let (lo, hi) =
+        (values.clone()).fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    if lo > 0.0 && lo >= hi * 1e-3 {
+        return 0.0;
+    }
+    median_of(values.filter(|&x| x > 0.0)).map_or(1e-30, |m| m * 1e-3)
 }
 
 /// The mean of each row's finite z-scores over `zs`; NaN when none is.
@@ -150,6 +164,26 @@ mod tests {
         let cos = [0.0f32, 0.1, -0.1, 0.05, -0.05, 0.9];
         let z = robust_z(&cos, Direction::High);
         assert!(z[5] > 5.0 && z[2] < 0.0, "{z:?}");
+    }
+
+    #[test]
+    fn values_below_the_log_floor_count_as_it() {
+        // The median positive value is 1.5: the floor is 0.0015.
+        let values = [0.0f32, 0.0005, 0.002, 1.0, 2.0, 3.0, 4.0];
+        let floor = log_floor(values.iter().map(|&x| f64::from(x)));
+        assert!((floor - 0.0015).abs() < 1e-12, "{floor}");
+        let z = robust_z(&values, Direction::LowLog);
+        assert_eq!(z[0], z[1]);
+        assert!(z[1] > z[2] && z[2] > z[3]);
+        // Nothing below a thousandth of the largest: nothing is raised,
+        // and the median is not needed.
+        let spread = [0.0078125f32, 1.0, 4.0];
+        assert_eq!(log_floor(spread.iter().map(|&x| f64::from(x))), 0.0);
+        let z = robust_z(&spread, Direction::LowLog);
+        // -ln of each, whose median is 0 and deviations' median ln 4.
+        let log_z = |x: f64| -x.ln() / (1.4826 * 4f64.ln());
+        assert!((z[0] - log_z(0.0078125)).abs() < 1e-12, "{z:?}");
+        assert!((z[2] - log_z(4.0)).abs() < 1e-12, "{z:?}");
     }
 
     #[test]
