@@ -3,8 +3,12 @@
 //! `continuing_subword_prefix` it takes off the second part), into a
 //! buffer as long as the model vocab's longest token before it looks the
 //! result up, and panics when they do not fit; such a merge's result is
-//! never in the vocab, so the build could not succeed anyway. The check
-//! makes it an error that names the merge.
+//! never in the vocab, so the build could not succeed anyway. It also
+//! takes the prefix's length off the second part without looking at it,
+//! and reads the joined bytes as UTF-8 unchecked: a cut through a
+//! character there makes a string that is not UTF-8 (undefined behaviour,
+//! and never a vocab token either). The check makes both an error that
+//! names the merge.
 
 use serde::Deserialize;
 
@@ -27,6 +31,11 @@ pub(super) fn unfit(a: &[u8], b: &[u8], longest: usize, prefix: &str) -> Option<
             "{} joins into {} bytes, more than the longest vocab token ({longest})",
             shown(),
             a.len() + rest
+        )),
+        // A UTF-8 continuation byte where the prefix ends.
+        Some(_) if b.get(prefix.len()).is_some_and(|&c| c & 0xC0 == 0x80) => Some(format!(
+            "{}: taking the continuing_subword_prefix {prefix:?} off its second part cuts a character",
+            shown()
         )),
         Some(_) => None,
     }
@@ -101,6 +110,10 @@ mod tests {
         );
         let short = unfit(b"a", b"#", 9, "##").unwrap();
         assert!(short.contains(r###"shorter than the continuing_subword_prefix "##""###));
+        // "é" is two bytes: a two-byte prefix taken off "xé" cuts it.
+        let cut = unfit(b"a", "xé".as_bytes(), 9, "##").unwrap();
+        assert!(cut.ends_with(r###"taking the continuing_subword_prefix "##" off its second part cuts a character"###), "{cut}");
+        assert_eq!(unfit(b"a", "xyé".as_bytes(), 9, "##"), None);
     }
 
     #[test]
