@@ -68,8 +68,9 @@ pub(crate) fn robust_z(values: &[f32], dir: Direction) -> Vec<f64> {
 /// is returned instead: it leaves them as they are too, and spares
 /// finding the median.
 fn log_floor(values: impl Iterator<Item = f64> + Clone) -> f64 {
-    let (lo, hi) =
-        (values.clone()).fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (lo, hi) = values
+        .clone()
+        .fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
     if lo > 0.0 && lo >= hi * 1e-3 {
         return 0.0;
     }
