@@ -10,16 +10,20 @@
 #   safetensors  the checkpoint opener and the commands after it
 #                (tests/safetensors_fuzz.rs): header lengths, dtypes, shapes
 #                and offsets, truncations, the index's weight map
-# The last two keep the panicking input under /tmp (the message says where).
+#   side_files   tokenizer_config.json, special_tokens_map.json and
+#                generation_config.json beside an unmutated tokenizer.json
+#                (tests/tokenizer_fuzz.rs): ids, tokens, added_tokens_decoder
+#                keys and entries, eos lists, deep nesting, and the text
+# All but gguf keep the panicking input under /tmp (the message says where).
 #
-#   benches/fuzz.sh gguf|tokenizer|safetensors [SECONDS] [SEED]
-#                                             (default 180 s, seed 12345)
+#   benches/fuzz.sh gguf|tokenizer|safetensors|side_files [SECONDS] [SEED]
+#                                                        (default 180 s, seed 12345)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-    gguf | tokenizer | safetensors) ;;
+    gguf | tokenizer | safetensors | side_files) ;;
     *)
-        echo "usage: $0 gguf|tokenizer|safetensors [SECONDS] [SEED]" >&2
+        echo "usage: $0 gguf|tokenizer|safetensors|side_files [SECONDS] [SEED]" >&2
         exit 2
         ;;
 esac

@@ -10,16 +10,31 @@
 //! `check` and `undertrained` in-process beside its fixture's weights.
 //! `fuzz_tokenizer_for_minutes` (ignored; `benches/fuzz.sh tokenizer`)
 //! runs the same for `EMBSCOPE_FUZZ_SECS` seconds.
+//!
+//! The side files that declare special tokens, `tokenizer_config.json`,
+//! `special_tokens_map.json` and `generation_config.json`, are mutated
+//! beside their fixture's unmutated tokenizer.json and weights: as text,
+//! and as JSON (ids made huge, negative, floats or strings, tokens made
+//! arrays, objects, null or nested `content`, `added_tokens_decoder` keys
+//! made non-numbers or huge numbers, eos lists of mixed types, values
+//! nested deeper than the JSON reader's limit). Each mutant's vocabulary
+//! is loaded and queried, then goes through the commands in-process;
+//! every 64th also through the `embscope` binary (`info`, `check`), whose
+//! exit code must be 0, 1 or 2. `fuzz_side_files_for_minutes` (ignored;
+//! `benches/fuzz.sh side_files`) runs the same for minutes.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tempfile::TempDir;
 
-use embscope::vocab::Vocab;
+use embscope::vocab::{ROLES, Vocab};
 
 use crate::common::fixtures;
-use crate::common::fuzz::{Rng, catch, commands, env_or, keep, mutate_json, scratch_copy};
+use crate::common::fuzz::{
+    Rng, binary_answers, catch, commands, env_or, keep, mutate_json, scratch_copy,
+};
 
 /// A tokenizer.json to mutate, and the fixture whose weights it goes with.
 struct Seed {
@@ -291,6 +306,334 @@ fn fuzz_tokenizer_for_minutes() {
     eprintln!(
         "fuzz-tokenizer: {} mutated files ({} still loaded), seed {seed}, {secs} s, panics: {:?}",
         out.count, out.loaded, out.panic
+    );
+    assert_eq!(out.panic, None);
+}
+
+// The side files: tokenizer_config.json, special_tokens_map.json and
+// generation_config.json beside an unmutated tokenizer.json.
+
+/// The files beside tokenizer.json that declare special tokens.
+const SIDE_FILES: [&str; 3] = [
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+];
+
+/// The fixtures whose side files are mutated: every side file with
+/// `added_tokens_decoder` and token objects (sharded Llama), a list eos
+/// disagreeing with config.json, added tokens at other ids,
+/// `additional_special_tokens`, and WordPiece's `cls`/`sep`/`mask`.
+const SIDE_MODELS: [&str; 5] = [
+    "llama-sharded",
+    "defects/special-tokens-disagree",
+    "defects/added-token-id-differs",
+    "defects/special-token-missing",
+    "bert",
+];
+
+/// A scratch copy of a fixture and its side files as committed (`None`
+/// for one it lacks; such a file is now and then written from Llama's).
+struct Side {
+    name: &'static str,
+    dir: TempDir,
+    originals: Vec<Option<Vec<u8>>>,
+}
+
+fn sides() -> Vec<Side> {
+    SIDE_MODELS
+        .iter()
+        .map(|&name| {
+            let dir = scratch_copy(name);
+            let originals = SIDE_FILES
+                .iter()
+                .map(|f| std::fs::read(dir.path().join(f)).ok())
+                .collect();
+            Side {
+                name,
+                dir,
+                originals,
+            }
+        })
+        .collect()
+}
+
+/// Ids a side file may declare: out of every range, negative, not
+/// integers, and ids the fixtures have.
+fn id_values() -> [Value; 16] {
+    [
+        json!(4294967295u32),
+        json!(4294967296u64),
+        json!(16777216),
+        json!(-1),
+        json!(1e30),
+        json!(1.5),
+        json!("7"),
+        json!(i64::MAX),
+        json!(i64::MIN),
+        json!(u64::MAX),
+        json!(0),
+        json!(3),
+        json!(31),
+        json!(32),
+        json!(340),
+        json!(null),
+    ]
+}
+
+/// What a token may be written as: tokens the fixtures have or lack, and
+/// values of every other JSON type, `content` among them.
+fn token_values() -> [Value; 17] {
+    [
+        json!("[CLS]"),
+        json!("<|end_of_text|>"),
+        json!("<s>"),
+        json!(""),
+        json!("\u{0}"),
+        json!("never seen"),
+        json!(null),
+        json!(5),
+        json!(true),
+        json!([]),
+        json!(["[SEP]"]),
+        json!({}),
+        json!({"content": "[SEP]", "special": true}),
+        json!({"content": {"content": "[CLS]"}}),
+        json!({"content": null}),
+        json!({"content": 7}),
+        json!({"content": "[MASK]", "special": "yes"}),
+    ]
+}
+
+/// What a key of `added_tokens_decoder` may be rewritten to.
+const DECODER_KEYS: &[&str] = &[
+    "x",
+    "",
+    "-1",
+    "4294967295",
+    "4294967296",
+    "16777216",
+    "99999999999999999999",
+    "1e3",
+    "1.5",
+    " 4",
+    "+4",
+    "04",
+    "0x10",
+    "\u{663}",
+    "31",
+    "32",
+];
+
+/// A JSON value `depth` arrays or `content` objects deep.
+fn deep(rng: &mut Rng) -> String {
+    let depth = rng.pick(&[64, 127, 128, 129, 1000, 100_000]);
+    let (open, close) = rng.pick(&[("[", "]"), (r#"{"content":"#, "}")]);
+    format!("{}\"[CLS]\"{}", open.repeat(depth), close.repeat(depth))
+}
+
+/// Stands for the [`deep`] text in a value, replaced after serializing.
+const DEEP: &str = "@@deep@@";
+
+/// One JSON-aware edit of a side file's object: an id, an eos list of
+/// mixed types, a token, `additional_special_tokens`, a key or an entry
+/// of `added_tokens_decoder` rewritten; a key dropped; a value made deep.
+fn edit_side(rng: &mut Rng, obj: &mut Map<String, Value>) {
+    let role = rng.pick(&ROLES);
+    match rng.below(10) {
+        0 | 1 => {
+            obj.insert(format!("{role}_token_id"), rng.pick(&id_values()));
+        }
+        2 => {
+            let list: Vec<Value> = (0..rng.below(5))
+                .map(|_| match rng.below(4) {
+                    0 => rng.pick(&token_values()),
+                    _ => rng.pick(&id_values()),
+                })
+                .collect();
+            obj.insert("eos_token_id".into(), Value::Array(list));
+        }
+        3 | 4 => {
+            obj.insert(format!("{role}_token"), rng.pick(&token_values()));
+        }
+        5 => {
+            let list: Vec<Value> = (0..rng.below(4))
+                .map(|_| rng.pick(&token_values()))
+                .collect();
+            let values = [Value::Array(list), rng.pick(&token_values())];
+            obj.insert("additional_special_tokens".into(), rng.pick(&values));
+        }
+        6 | 7 => {
+            let decoder = obj
+                .entry("added_tokens_decoder")
+                .or_insert_with(|| json!({"4": {"content": "[MASK]", "special": true}}));
+            let Some(map) = decoder.as_object_mut() else {
+                *decoder = json!({});
+                return;
+            };
+            let keys: Vec<String> = map.keys().cloned().collect();
+            let key = keys.get(rng.below(keys.len())).cloned().unwrap_or_default();
+            let value = map.remove(&key).unwrap_or(json!({"content": "[SEP]"}));
+            match rng.below(3) {
+                0 => map.insert(key, rng.pick(&token_values())),
+                1 => map.insert(rng.pick(DECODER_KEYS).to_string(), value),
+                _ => map.insert(
+                    rng.pick(DECODER_KEYS).to_string(),
+                    rng.pick(&token_values()),
+                ),
+            };
+        }
+        8 => {
+            let keys: Vec<String> = obj.keys().cloned().collect();
+            if let Some(key) = keys.get(rng.below(keys.len())) {
+                obj.remove(key);
+            }
+        }
+        _ => {
+            let keys = [
+                format!("{role}_token"),
+                format!("{role}_token_id"),
+                "additional_special_tokens".into(),
+                "added_tokens_decoder".into(),
+            ];
+            obj.insert(rng.pick(&keys), json!(DEEP));
+        }
+    }
+}
+
+/// One mutation of the side file `bytes`: [`edit_side`] on its object
+/// (as [`mutate_json`] when it is none), its text mutated, or it made
+/// another JSON document or empty.
+fn mutate_side(rng: &mut Rng, bytes: &mut Vec<u8>) {
+    let parsed = serde_json::from_slice::<Value>(bytes);
+    match (rng.below(16), parsed) {
+        (0 | 1, _) | (_, Err(_)) => mutate_json(rng, bytes),
+        (2, _) => {
+            let documents: [&[u8]; 6] = [b"", b"[]", b"null", b"\"x\"", b"7", b"{}"];
+            *bytes = rng.pick(&documents).to_vec();
+        }
+        (_, Ok(Value::Object(mut obj))) => {
+            edit_side(rng, &mut obj);
+            let text = serde_json::to_string_pretty(&obj).unwrap();
+            *bytes = text.replace(&format!("{DEEP:?}"), &deep(rng)).into_bytes();
+        }
+        (_, Ok(_)) => mutate_json(rng, bytes),
+    }
+}
+
+/// How a run of the side files went.
+#[derive(Debug)]
+struct SideOutcome {
+    /// Mutants tried.
+    count: u64,
+    /// Mutants whose vocabulary loaded and went through every command.
+    answered: u64,
+    /// Mutants that also went through the binary.
+    binary: u64,
+    /// The first panic: where, what, and where its input was kept.
+    panic: Option<String>,
+}
+
+/// Runs side-file mutations until `done(count)`, stopping at the first
+/// panic: each mutant's vocabulary is loaded and queried, then goes
+/// through the commands in-process; every 64th also through the binary.
+fn run_side(seed: u64, done: impl Fn(u64) -> bool) -> SideOutcome {
+    let sides = sides();
+    let stock: Vec<Vec<u8>> = SIDE_FILES
+        .iter()
+        .map(|f| std::fs::read(fixtures().join("llama-sharded").join(f)).unwrap())
+        .collect();
+    let mut rng = Rng(seed);
+    let mut out = SideOutcome {
+        count: 0,
+        answered: 0,
+        binary: 0,
+        panic: None,
+    };
+    while !done(out.count) {
+        let s = &sides[rng.below(sides.len())];
+        let dir = s.dir.path();
+        let mutated = rng.below(SIDE_FILES.len());
+        for (k, file) in SIDE_FILES.iter().enumerate() {
+            let path = dir.join(file);
+            let mut bytes = match (&s.originals[k], rng.below(4)) {
+                (Some(original), _) => original.clone(),
+                (None, 0) => stock[k].clone(),
+                (None, _) => {
+                    let _ = std::fs::remove_file(&path);
+                    continue;
+                }
+            };
+            if k == mutated || rng.below(4) == 0 {
+                for _ in 0..1 + rng.below(3) {
+                    mutate_side(&mut rng, &mut bytes);
+                }
+            }
+            std::fs::write(&path, bytes).unwrap();
+        }
+        out.count += 1;
+        let config: Option<Value> = std::fs::read(dir.join("config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let mut result = catch(|| {
+            if let Ok(Some(v)) = Vocab::load(dir, config.as_ref()) {
+                exercise(&v);
+            }
+            commands(dir).is_ok()
+        });
+        if out.count.is_multiple_of(64) && result.is_ok() {
+            out.binary += 1;
+            result = binary_answers(&["info"], dir)
+                .and_then(|()| binary_answers(&["check"], dir))
+                .and(result);
+        }
+        match result {
+            Ok(answered) => out.answered += u64::from(answered),
+            Err(msg) => {
+                let kept = keep("side-files", seed, out.count, dir);
+                out.panic = Some(format!(
+                    "mutant {} of {} (seed {seed}): {msg}; kept in {}",
+                    out.count,
+                    s.name,
+                    kept.display()
+                ));
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_side_file_fixtures_answer_before_any_mutation() {
+    for s in sides() {
+        let v = Vocab::load(s.dir.path(), None).unwrap().unwrap();
+        assert!(!v.special_decls().is_empty(), "{}", s.name);
+        commands(s.dir.path()).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        binary_answers(&["check"], s.dir.path()).unwrap();
+    }
+}
+
+#[test]
+fn mutated_side_files_never_panic() {
+    let out = run_side(11, |n| n >= 200);
+    assert_eq!(out.panic, None);
+    assert_eq!(out.binary, 3);
+    // Both outcomes are exercised: many mutants still answer, many do not.
+    assert!((20..180).contains(&out.answered), "{out:?}");
+}
+
+#[test]
+#[ignore = "minutes of fuzzing: benches/fuzz.sh side_files"]
+fn fuzz_side_files_for_minutes() {
+    let secs = env_or("EMBSCOPE_FUZZ_SECS", 180);
+    let seed = env_or("EMBSCOPE_FUZZ_SEED", 12345);
+    let until = Instant::now() + Duration::from_secs(secs);
+    let out = run_side(seed, |_| Instant::now() >= until);
+    eprintln!(
+        "fuzz-side-files: {} mutants ({} answered every command, {} also through the binary), \
+         seed {seed}, {secs} s, panics: {:?}",
+        out.count, out.answered, out.binary, out.panic
     );
     assert_eq!(out.panic, None);
 }

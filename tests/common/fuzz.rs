@@ -18,7 +18,7 @@ use embscope::roles::{Roles, Which};
 use embscope::vocab::Vocab;
 use tempfile::TempDir;
 
-use super::{copy_files, fixtures};
+use super::{copy_files, embscope, fixtures};
 
 /// SplitMix64, as in the fixture generator.
 pub struct Rng(pub u64);
@@ -287,4 +287,23 @@ pub fn commands(model: &Path) -> embscope::Result<()> {
 fn show(report: &(impl serde::Serialize + Human)) {
     let _ = render::json(report);
     let _ = report.human(&Style::plain());
+}
+
+/// The exit code of `embscope ARGS MODEL`, which must be an answer (0, 1)
+/// or an error (2): not a panic (101) nor a signal.
+pub fn binary_answers(args: &[&str], model: &Path) -> Result<(), String> {
+    let out = embscope()
+        .args(args)
+        .arg(model)
+        .arg("--no-progress")
+        .output()
+        .unwrap();
+    match out.status.code() {
+        Some(0..=2) => Ok(()),
+        code => Err(format!(
+            "`embscope {} MODEL` exited with {code:?}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        )),
+    }
 }
