@@ -13,14 +13,15 @@
 //! `benches/fuzz.sh safetensors`) runs the same for `EMBSCOPE_FUZZ_SECS`
 //! seconds.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tempfile::TempDir;
 
-use crate::common::embscope;
-use crate::common::fuzz::{Rng, catch, commands, env_or, keep, mutate_json, scratch_copy};
+use crate::common::fuzz::{
+    Rng, binary_answers, catch, commands, env_or, keep, mutate_json, scratch_copy,
+};
 
 /// A checkpoint to mutate: a scratch copy of a fixture, the files of it
 /// that are mutated (with their original bytes), and what is opened.
@@ -536,25 +537,6 @@ fn mutate_config(rng: &mut Rng, bytes: &mut Vec<u8>) {
     ];
     config.insert(rng.pick(&keys).to_string(), rng.pick(&values));
     *bytes = serde_json::to_vec_pretty(&config).unwrap();
-}
-
-/// The exit code of `embscope ARGS MODEL`, which must be an answer (0, 1)
-/// or an error (2): not a panic (101) nor a signal.
-fn binary_answers(args: &[&str], model: &Path) -> Result<(), String> {
-    let out = embscope()
-        .args(args)
-        .arg(model)
-        .arg("--no-progress")
-        .output()
-        .unwrap();
-    match out.status.code() {
-        Some(0..=2) => Ok(()),
-        code => Err(format!(
-            "`embscope {} MODEL` exited with {code:?}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim_end()
-        )),
-    }
 }
 
 /// How a run went.
