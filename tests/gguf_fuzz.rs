@@ -4,7 +4,8 @@
 //! guards), the config and the vocabulary from metadata, encoding a text
 //! with that vocabulary and a quantized row read must return an answer or
 //! an error, never panic. `fuzz_gguf_for_minutes` (ignored;
-//! `benches/fuzz.sh gguf`) runs the same for `EMBSCOPE_FUZZ_SECS` seconds.
+//! `benches/fuzz.sh gguf`) runs the same for `EMBSCOPE_FUZZ_SECS` seconds,
+//! and keeps a file that panicked in the temporary directory.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use embscope::matrix::Matrix;
 use embscope::vocab::Vocab;
 
 use crate::common::fixtures;
-use crate::common::fuzz::Rng;
+use crate::common::fuzz::{Rng, catch, env_or, keep_bytes};
 
 /// Every `.gguf` below `fixtures/gguf`, with its bytes.
 fn corpus() -> Vec<(String, Vec<u8>)> {
@@ -122,10 +123,14 @@ fn run(seed: u64, done: impl Fn(u64) -> bool) -> (u64, u64, Option<String>) {
             mutate(&mut rng, &mut bytes);
         }
         count += 1;
-        match std::panic::catch_unwind(|| open(&bytes)) {
+        match catch(|| open(&bytes)) {
             Ok(ok) => opened += u64::from(ok),
-            Err(_) => {
-                let at = format!("mutation {count} of {name} (seed {seed})");
+            Err(msg) => {
+                let kept = keep_bytes("gguf", seed, count, &bytes);
+                let at = format!(
+                    "mutation {count} of {name} (seed {seed}): {msg}; kept as {}",
+                    kept.display()
+                );
                 return (count, opened, Some(at));
             }
         }
@@ -145,14 +150,8 @@ fn mutated_gguf_files_never_panic() {
 #[test]
 #[ignore = "minutes of fuzzing: benches/fuzz.sh gguf"]
 fn fuzz_gguf_for_minutes() {
-    let secs = std::env::var("EMBSCOPE_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(180);
-    let seed = std::env::var("EMBSCOPE_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12345);
+    let secs = env_or("EMBSCOPE_FUZZ_SECS", 180);
+    let seed = env_or("EMBSCOPE_FUZZ_SEED", 12345);
     let until = Instant::now() + Duration::from_secs(secs);
     let (count, opened, panic) = run(seed, |_| Instant::now() >= until);
     eprintln!(

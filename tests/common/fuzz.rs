@@ -215,7 +215,7 @@ fn message(payload: &(dyn Any + Send)) -> String {
 /// files) to `embscope-fuzz-FUZZER-seed-SEED-COUNT` in the temporary
 /// directory (`/tmp`), to reproduce it with; returns where.
 pub fn keep(fuzzer: &str, seed: u64, count: u64, input: &Path) -> PathBuf {
-    let to = std::env::temp_dir().join(format!("embscope-fuzz-{fuzzer}-seed-{seed}-{count}"));
+    let to = kept_at(fuzzer, seed, count);
     let copy = |from: &Path, to: &Path| std::fs::copy(from, to).map(drop);
     let kept = if input.is_dir() {
         std::fs::create_dir_all(&to).and_then(|()| {
@@ -232,6 +232,21 @@ pub fn keep(fuzzer: &str, seed: u64, count: u64, input: &Path) -> PathBuf {
         eprintln!("cannot keep {} at {}: {err}", input.display(), to.display());
     }
     to
+}
+
+/// Writes the `bytes` that made `fuzzer` panic where [`keep`] keeps its
+/// inputs; returns where.
+pub fn keep_bytes(fuzzer: &str, seed: u64, count: u64, bytes: &[u8]) -> PathBuf {
+    let to = kept_at(fuzzer, seed, count);
+    if let Err(err) = std::fs::write(&to, bytes) {
+        eprintln!("cannot keep the input at {}: {err}", to.display());
+    }
+    to
+}
+
+/// `embscope-fuzz-FUZZER-seed-SEED-COUNT` in the temporary directory.
+fn kept_at(fuzzer: &str, seed: u64, count: u64) -> PathBuf {
+    std::env::temp_dir().join(format!("embscope-fuzz-{fuzzer}-seed-{seed}-{count}"))
 }
 
 /// What the commands read of `model` (a directory or file) and print,
