@@ -18,15 +18,11 @@ const SAMPLE_EVERY: usize = 64;
 /// Keys per branch-free step of the window pass.
 const CHUNK: usize = 256;
 
-/// The median of `v` (non-empty): the middle value in [`f64::total_cmp`]
-/// order, or the mean of the two middle values for an even length.
-pub(crate) fn median(v: &[f64]) -> f64 {
-    median_of(v.iter().copied()).expect("the median of no values")
-}
-
-/// The median of `values` as [`median`] has it (`None` without any),
-/// without a copy of them: `values` is gone through a few times, so it
-/// should be cheap to make again (a filter or a map of a slice).
+/// The median of `values` (`None` without any): the middle value in
+/// [`f64::total_cmp`] order, or the mean of the two middle values for an
+/// even count; without a copy of them: `values` is gone through a few
+/// times, so it should be cheap to make again (a filter or a map of a
+/// slice).
 pub(crate) fn median_of(values: impl Iterator<Item = f64> + Clone) -> Option<f64> {
     let (lo, hi, even) = middle(values)?;
     Some(if even { (lo + hi) / 2.0 } else { hi })
@@ -130,6 +126,11 @@ fn value(key: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The median of `v` (non-empty), as [`median_of`] has it.
+    fn median(v: &[f64]) -> f64 {
+        median_of(v.iter().copied()).expect("the median of no values")
+    }
 
     /// The median as a sort defines it.
     fn sorted_median(v: &[f64]) -> f64 {

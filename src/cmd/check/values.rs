@@ -13,7 +13,7 @@ use super::pass::{Scanned, Stats};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::checkpoint::TensorEntry;
 use crate::matrix::Matrix;
-use crate::median::{median, median_of, middle};
+use crate::median::{median_of, middle};
 use crate::render::bytes;
 use crate::roles::TieStatus;
 use crate::vocab::Vocab;
@@ -33,19 +33,31 @@ pub(crate) fn outliers(rows: &[(u32, f32)], mid: (f64, f64)) -> (Vec<u32>, f64, 
     // The median log-norm, from the middle norms (the logarithm keeps
     // their order; an odd count has one, given twice).
     let med = (mid.0.ln() + mid.1.ln()) / 2.0;
-    let dev: Vec<f64> = rows
-        .iter()
-        .map(|&(_, n)| (f64::from(n).ln() - med).abs())
-        .collect();
+    // A row's deviation |ln n - med| is the logarithm of its norm's ratio
+    // to e^med, taken the larger way round: rows are compared by that
+    // ratio, and only the middle ratios and the bounds take a logarithm
+    // (one per row cost more than the rest of the outliers together).
+    let centre = med.exp();
+    let ratio = |n: f32| {
+        let n = f64::from(n);
+        (n / centre).max(centre / n)
+    };
+    let ratios = rows.iter().map(|&(_, n)| ratio(n));
+    let (lo, hi, even) = middle(ratios).expect("rows");
+    let mad = if even {
+        (lo.ln() + hi.ln()) / 2.0
+    } else {
+        hi.ln()
+    };
     // A floor of 1% keeps near-constant norms (normalised rows) from
     // flagging rounding noise.
-    let sigma = (1.4826 * median(&dev)).max(0.01);
+    let sigma = (1.4826 * mad).max(0.01);
     let limit = OUTLIER_SIGMAS * sigma;
+    let beyond = limit.exp();
     let mut out: Vec<(f64, u32)> = rows
         .iter()
-        .zip(&dev)
-        .map(|(&(id, _), &d)| (d, id))
-        .filter(|&(d, _)| d > limit)
+        .map(|&(id, n)| (ratio(n), id))
+        .filter(|&(q, _)| q > beyond)
         .collect();
     out.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     (

@@ -23,6 +23,14 @@ fn outlier_rule() {
     let (ids, lo, hi) = outliers_of(&rows);
     assert_eq!(ids, vec![101, 100]);
     assert!(lo < 1.0 && hi > 1.09 && hi < 50.0, "{lo} {hi}");
+    // The bounds are those of the rule on log-norms, taken directly.
+    let logs: Vec<f64> = rows.iter().map(|&(_, n)| f64::from(n).ln()).collect();
+    let med = crate::median::median_of(logs.iter().copied()).unwrap();
+    let mad = crate::median::median_of(logs.iter().map(|l| (l - med).abs())).unwrap();
+    let limit = OUTLIER_SIGMAS * (1.4826 * mad).max(0.01);
+    for (got, want) in [(lo, (med - limit).exp()), (hi, (med + limit).exp())] {
+        assert!((got - want).abs() < 1e-12 * want, "{got} {want}");
+    }
     // Equal norms: the 1% floor keeps rounding noise quiet.
     let flat: Vec<(u32, f32)> = (0..50).map(|i| (i, 1.0 + (i % 2) as f32 * 1e-4)).collect();
     assert!(outliers_of(&flat).0.is_empty());
