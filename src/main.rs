@@ -116,7 +116,7 @@ fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
 /// test), or from a GGUF file's metadata.
 fn load_vocab_with(
     ckpt: &Checkpoint,
-    load: fn(&std::path::Path, Option<&serde_json::Value>) -> embscope::Result<Option<Vocab>>,
+    load: impl FnOnce(&std::path::Path, Option<&serde_json::Value>) -> embscope::Result<Option<Vocab>>,
 ) -> Result<Option<Vocab>, Stop> {
     if let (WeightFormat::Gguf, Some(metadata)) = (ckpt.format, ckpt.gguf_metadata()) {
         // A GGUF file carries its vocabulary in its metadata.
@@ -287,6 +287,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> Result<u8, Stop> {
 
 fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(), Stop> {
     use embscope::cmd::undertrained::{self, ReferenceSpec, Request};
+    use embscope::vocab::Preview;
     let req = Request {
         top: args.top,
         matrix: args.matrix,
@@ -296,12 +297,14 @@ fn undertrained(cli: &Cli, args: &embscope::cli::UndertrainedArgs) -> Result<(),
     };
     let (ckpt, roles) = open(&args.model, cli)?;
     // The tokenizer loads while the first reads of the matrices run,
-    // keeping its merges' places for the reachability test.
-    let loader = match req.tests_reachability() {
-        true => Vocab::load_keeping_merges,
-        false => Vocab::load,
+    // keeping its merges' places for the reachability test, and showing
+    // its vocab as soon as it is read.
+    let keep_merges = req.tests_reachability();
+    let load = |preview: &mut dyn FnMut(&Preview)| {
+        load_vocab_with(&ckpt, |dir, config| {
+            Vocab::load_previewing(dir, config, keep_merges, preview)
+        })
     };
-    let load = || load_vocab_with(&ckpt, loader);
     let report = undertrained::run_loading(&ckpt, &roles, load, &req)?;
     print_notes(cli, &report.notes);
     if cli.global.verbose && !cli.global.quiet {

@@ -167,6 +167,43 @@ fn explicit_reference_ids() {
 }
 
 #[test]
+fn added_tokens_after_the_model_give_the_same_answers() {
+    // The reference mean is first guessed from the vocab as the load reads
+    // it, before the added tokens when a file writes them last: an added
+    // token for row 343 (past the model vocab) then proves the guess wrong,
+    // and the answers must be those of the file written the usual way.
+    let run = |added_last: bool| {
+        let dir = crate::common::fixture_copy("untrained");
+        let path = dir.path().join("tokenizer.json");
+        let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let mut added = file["added_tokens"].take();
+        added.as_array_mut().unwrap().push(serde_json::json!(
+            {"id": 343, "content": "<extra>", "special": false}
+        ));
+        let object = file.as_object_mut().unwrap();
+        object.remove("added_tokens");
+        // serde_json writes keys in order: `added_tokens` first, or last.
+        let rest = serde_json::to_string(&file).unwrap();
+        let text = match added_last {
+            false => format!(r#"{{"added_tokens": {added}, {}"#, &rest[1..]),
+            true => format!(r#"{}, "added_tokens": {added}}}"#, &rest[..rest.len() - 1]),
+        };
+        assert_eq!(
+            text.find("\"added_tokens\"") > text.find("\"model\""),
+            added_last
+        );
+        std::fs::write(&path, text).unwrap();
+        let mut v = json(&["undertrained", dir.path().to_str().unwrap(), "--top", "20"]);
+        v["model"] = Value::Null;
+        v
+    };
+    let first = run(false);
+    assert_eq!(first["reference"]["rows"], 5);
+    assert_eq!(candidate(&first, 343)["reference"], false);
+    assert_eq!(run(true), first);
+}
+
+#[test]
 fn reference_errors_exit_2() {
     let model = fixture("untrained");
     for (value, needle) in [
@@ -303,6 +340,7 @@ fn verbose_names_each_stage_with_its_time() {
         .collect();
     for want in [
         "vocabulary",
+        "reference guess",
         "reference set",
         "component sample",
         "embedding pass",

@@ -118,6 +118,14 @@ impl ReadEntries {
         });
     }
 
+    /// The entries pushed so far, in push order: each token's bytes (not
+    /// yet checked to be UTF-8) and its id.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], u32)> {
+        self.slots
+            .iter()
+            .map(|s| (&self.text[s.start..s.start + s.len], s.id))
+    }
+
     /// The entries, when every token is UTF-8.
     pub(crate) fn finish(self) -> Option<Entries> {
         if self.split {

@@ -26,10 +26,12 @@ pub enum TokenKind {
 /// Reserved placeholder entries, untrained by design: BERT's `[unused12]`,
 /// Llama 3's `<|reserved_special_token_3|>`, Gemma's `<unused5>`. T5's
 /// `<extra_id_N>` sentinels are not among them: span corruption trains them.
-pub fn is_placeholder(token: &str) -> bool {
-    (token.starts_with("[unused") && token.ends_with(']'))
-        || (token.starts_with("<unused") && token.ends_with('>'))
-        || (token.starts_with("<|reserved") && token.ends_with("|>"))
+/// Takes the token as text or as bytes.
+pub fn is_placeholder(token: impl AsRef<[u8]>) -> bool {
+    let t = token.as_ref();
+    (t.starts_with(b"[unused") && t.ends_with(b"]"))
+        || (t.starts_with(b"<unused") && t.ends_with(b">"))
+        || (t.starts_with(b"<|reserved") && t.ends_with(b"|>"))
 }
 
 /// The text of an entry, as bytes.

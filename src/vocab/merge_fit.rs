@@ -80,6 +80,7 @@ pub(super) fn unfit_in_file(bytes: &[u8], longest: usize, prefix: &str) -> Optio
             }
         },
         |_, _| {},
+        |_| {},
     );
     if layout.is_some_and(|l| l.merges.is_some()) {
         return first;

@@ -18,6 +18,7 @@ mod kind;
 mod lookup;
 mod merge_fit;
 pub(crate) mod parse;
+mod preview;
 mod readable;
 pub(crate) mod scan;
 mod special;
@@ -37,6 +38,7 @@ use entries::{Entries, Entry};
 pub use gguf::{GGUF_SOURCE, TokenType};
 pub use kind::{TokenKind, is_placeholder};
 pub use lookup::WordMatch;
+pub use preview::Preview;
 pub use readable::TokenStyle;
 pub use special::{ROLES, SpecialDecl};
 
@@ -149,7 +151,7 @@ impl Vocab {
     /// its special ids (also under `text_config`). The other tokenizer files
     /// are optional; a malformed one is an error naming it.
     pub fn load(dir: &Path, config: Option<&serde_json::Value>) -> Result<Option<Vocab>> {
-        Vocab::load_from(dir, config, false)
+        Vocab::load_from(dir, config, false, None)
     }
 
     /// [`Vocab::load`], keeping tokenizer.json mapped with the places of
@@ -160,13 +162,29 @@ impl Vocab {
         dir: &Path,
         config: Option<&serde_json::Value>,
     ) -> Result<Option<Vocab>> {
-        Vocab::load_from(dir, config, true)
+        Vocab::load_from(dir, config, true, None)
+    }
+
+    /// [`Vocab::load`], or with `keep_merges` [`Vocab::load_keeping_merges`],
+    /// calling `preview` with the id → token table as soon as the scan of
+    /// tokenizer.json has read its model vocab, before its merges and the
+    /// rest: for a caller that can start on a guess and check it against
+    /// the loaded vocabulary. Not called when the scan cannot read the
+    /// vocab (then it is parsed with the rest).
+    pub fn load_previewing(
+        dir: &Path,
+        config: Option<&serde_json::Value>,
+        keep_merges: bool,
+        preview: &mut dyn FnMut(&Preview),
+    ) -> Result<Option<Vocab>> {
+        Vocab::load_from(dir, config, keep_merges, Some(preview))
     }
 
     fn load_from(
         dir: &Path,
         config: Option<&serde_json::Value>,
         keep_merges: bool,
+        preview: Option<&mut dyn FnMut(&Preview)>,
     ) -> Result<Option<Vocab>> {
         let file = dir.join("tokenizer.json");
         match std::fs::metadata(&file) {
@@ -175,7 +193,7 @@ impl Vocab {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(Error::io(&file, err)),
         }
-        let (raw, source) = parse::read(&file, keep_merges)?;
+        let (raw, source) = parse::read(&file, keep_merges, preview)?;
         let model = parse::model_name(&raw.model);
         let style = parse::detect_style(&raw, &model);
         let lowercase = parse::lowercases(&raw);

@@ -7,6 +7,7 @@
 //! the full
 //! `tokenizers::Tokenizer` is only built when text must be encoded.
 
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
@@ -16,6 +17,7 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::entries::{Entries, ReadEntries};
+use super::preview::Preview;
 use super::readable::TokenStyle;
 use super::scan::{self, MergePlaces};
 use crate::error::{Error, Result};
@@ -139,7 +141,11 @@ type Found = (Range<usize>, Range<usize>, MergePlaces);
 /// Reads and parses `path` (a tokenizer.json); with `keep`, also keeps it
 /// as a [`Source`] when the scan read it (an object vocab and merges),
 /// for a second look without a second scan.
-pub(crate) fn read(path: &Path, keep: bool) -> Result<(RawTokenizer, Option<Source>)> {
+pub(crate) fn read(
+    path: &Path,
+    keep: bool,
+    preview: Option<&mut dyn FnMut(&Preview)>,
+) -> Result<(RawTokenizer, Option<Source>)> {
     let meta = std::fs::metadata(path).map_err(|err| Error::io(path, err))?;
     if meta.len() > MAX_TOKENIZER_BYTES {
         return Err(Error::bad_file(
@@ -156,7 +162,7 @@ pub(crate) fn read(path: &Path, keep: bool) -> Result<(RawTokenizer, Option<Sour
     // the accepted contract of memory-mapped loaders. Mapping instead of
     // reading saves copying the file and a quarter of the load time.
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
-    let (raw, found) = from_bytes(&bytes, keep)
+    let (raw, found) = from_bytes(&bytes, keep, preview)
         .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))?;
     let source = found.map(|(vocab, merges, places)| Source {
         bytes,
@@ -169,8 +175,12 @@ pub(crate) fn read(path: &Path, keep: bool) -> Result<(RawTokenizer, Option<Sour
 
 /// Parses the bytes of a tokenizer.json: as serde alone would, faster;
 /// with `keep`, also says what the scan found, when it read the file.
-fn from_bytes(bytes: &[u8], keep: bool) -> serde_json::Result<(RawTokenizer, Option<Found>)> {
-    match scanned(bytes, keep) {
+fn from_bytes(
+    bytes: &[u8],
+    keep: bool,
+    preview: Option<&mut dyn FnMut(&Preview)>,
+) -> serde_json::Result<(RawTokenizer, Option<Found>)> {
+    match scanned(bytes, keep, preview) {
         Some(parsed) => Ok(parsed),
         None => Ok((serde_json::from_slice(bytes)?, None)),
     }
@@ -181,16 +191,22 @@ fn from_bytes(bytes: &[u8], keep: bool) -> serde_json::Result<(RawTokenizer, Opt
 /// walk, the rest parsed by serde without them; `None` on anything
 /// unexpected (or an error), or with nothing cut out: serde then parses
 /// the whole file (and says what is wrong).
-fn scanned(bytes: &[u8], keep: bool) -> Option<(RawTokenizer, Option<Found>)> {
+fn scanned(
+    bytes: &[u8],
+    keep: bool,
+    mut preview: Option<&mut dyn FnMut(&Preview)>,
+) -> Option<(RawTokenizer, Option<Found>)> {
     let mut places = keep.then(|| MergePlaces::for_file(bytes.len()));
     // Sized for entries of 12 bytes (`"ab": 1234,\n`; pretty-printed ones
     // are longer) in a vocab as long as the file, strings as long as it:
     // no copies as they grow, the pages beyond never touched. Capped (at
     // 4M entries, 64 MiB of strings) so that a huge file does not reserve
     // gigabytes at once.
-    let mut read =
-        ReadEntries::with_capacity((bytes.len() / 12).min(1 << 22), bytes.len().min(1 << 26));
-    let mut escapes_ok = true;
+    let read = RefCell::new(ReadEntries::with_capacity(
+        (bytes.len() / 12).min(1 << 22),
+        bytes.len().min(1 << 26),
+    ));
+    let escapes_ok = Cell::new(true);
     let layout = scan::locate(
         bytes,
         |merge| {
@@ -199,14 +215,29 @@ fn scanned(bytes: &[u8], keep: bool) -> Option<(RawTokenizer, Option<Found>)> {
             }
         },
         |token, id| match token.text() {
-            Some(text) => read.push(&text, id),
-            None => escapes_ok = false,
+            Some(text) => read.borrow_mut().push(&text, id),
+            None => escapes_ok.set(false),
+        },
+        |added| {
+            let Some(preview) = preview.as_mut().filter(|_| escapes_ok.get()) else {
+                return;
+            };
+            // The added tokens written before the model, if serde reads them.
+            let added: Vec<RawAdded> = match added.map(|r| serde_json::from_slice(&bytes[r])) {
+                None => Vec::new(),
+                Some(Ok(added)) => added,
+                Some(Err(_)) => return,
+            };
+            preview(&Preview {
+                model: &read.borrow(),
+                added: &added,
+            });
         },
     )?;
     let mut cut: Vec<_> = layout.merges.clone().into_iter().collect();
     let entries = match &layout.vocab {
-        Some(v) if layout.vocab_read && escapes_ok => {
-            let entries = read.finish()?;
+        Some(v) if layout.vocab_read && escapes_ok.get() => {
+            let entries = read.into_inner().finish()?;
             cut.push(v.clone());
             Some(entries)
         }
@@ -405,15 +436,15 @@ mod tests {
                     let at = next(b.len());
                     b[at] = swaps[next(swaps.len())];
                 }
-                let fast = from_bytes(&b, false).map(|(raw, _)| raw);
+                let fast = from_bytes(&b, false, None).map(|(raw, _)| raw);
                 let slow = serde_json::from_slice::<RawTokenizer>(&b);
                 match (&fast, &slow) {
                     (Ok(f), Ok(s)) => {
                         assert_eq!(summary(f), summary(s), "{dir} round {round}");
                         accepted += 1;
-                        by_scan += usize::from(scanned(&b, false).is_some());
+                        by_scan += usize::from(scanned(&b, false, None).is_some());
                         // Keeping the merges' places changes nothing read.
-                        let (kept, found) = from_bytes(&b, true).unwrap();
+                        let (kept, found) = from_bytes(&b, true, None).unwrap();
                         assert_eq!(summary(&kept), summary(s), "{dir} round {round}");
                         kept_places += usize::from(found.is_some());
                     }

@@ -29,18 +29,23 @@ pub(crate) struct Layout {
 
 /// Finds `model.merges` (an array of merges, see [`merges`], each passed
 /// to `on_merge`) and `model.vocab` in `b`, reading the vocab as it goes
-/// when it is an object [`vocab`] reads (each entry passed to `on_entry`;
-/// otherwise skipped); stops as soon as both are found. `None` when the
-/// file is not an object whose `model` object has one of them, or its
-/// `merges` is not an array of one of the two shapes.
+/// when it is an object [`vocab`] reads (each entry passed to `on_entry`,
+/// then `on_vocab` called with where the root's `added_tokens` value lies
+/// if the walk has passed it; otherwise skipped); stops as soon as both
+/// are found. `None` when the file is not an object whose `model` object
+/// has one of them, or its `merges` is not an array of one of the two
+/// shapes.
 pub(crate) fn locate<'a>(
     b: &'a [u8],
     mut on_merge: impl FnMut(Merge<'a>),
     mut on_entry: impl FnMut(Part<'a>, u32),
+    mut on_vocab: impl FnMut(Option<Range<usize>>),
 ) -> Option<Layout> {
     let mut found_merges = None;
     let mut found_vocab = None;
     let mut vocab_read = false;
+    // Where the root's `added_tokens` lies, once walked past.
+    let added = std::cell::Cell::new(None);
     let mut in_model = |key: &[u8], start: usize| -> Option<Flow> {
         let end = match key {
             b"merges" => {
@@ -51,6 +56,9 @@ pub(crate) fn locate<'a>(
             b"vocab" => {
                 let read = vocab(b, start, &mut on_entry);
                 vocab_read = read.is_some();
+                if vocab_read {
+                    on_vocab(added.get().map(|(a, z)| a..z));
+                }
                 let end = match read {
                     Some(end) => end,
                     None => skip_value(b, start)?,
@@ -65,6 +73,11 @@ pub(crate) fn locate<'a>(
     };
     let found = each_member(b, ws(b, 0), &mut |key, start| match key {
         b"model" => each_member(b, start, &mut in_model),
+        b"added_tokens" => {
+            let end = skip_value(b, start)?;
+            added.set(Some((start, end)));
+            Some(Flow::Next(end))
+        }
         _ => skip_value(b, start).map(Flow::Next),
     })?;
     match found {

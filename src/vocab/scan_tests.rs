@@ -82,7 +82,7 @@ fn locates_merges_and_vocab_in_any_order() {
     ];
     for (file, vocab, merges) in files {
         let b = file.as_bytes();
-        let layout = locate(b, |_| {}, |_, _| {}).expect(file);
+        let layout = locate(b, |_| {}, |_, _| {}, |_| {}).expect(file);
         let m = layout.merges.expect("merges");
         assert_eq!(&file[m.clone()], merges);
         let v = layout.vocab.expect("a vocab");
@@ -104,7 +104,7 @@ fn no_layout_without_merges_or_vocab_read_to_the_end() {
         r#"["model"]"#,
     ] {
         assert!(
-            locate(file.as_bytes(), |_| {}, |_, _| {}).is_none(),
+            locate(file.as_bytes(), |_| {}, |_, _| {}, |_| {}).is_none(),
             "{file}"
         );
     }

@@ -15,7 +15,7 @@ use embscope::cmd::{info, size, tensors};
 use embscope::progress::Progress;
 use embscope::render::{self, Human, Style};
 use embscope::roles::{Roles, Which};
-use embscope::vocab::Vocab;
+use embscope::vocab::{Preview, Vocab};
 use tempfile::TempDir;
 
 use super::{copy_files, embscope, fixtures};
@@ -293,7 +293,8 @@ pub fn commands(model: &Path) -> embscope::Result<()> {
         reachability: true,
         progress: false,
     };
-    let load = || Vocab::load_keeping_merges(&ckpt.sources.dir, config);
+    let load =
+        |p: &mut dyn FnMut(&Preview)| Vocab::load_previewing(&ckpt.sources.dir, config, true, p);
     show(&undertrained::run_loading(&ckpt, &roles, load, &req)?);
     Ok(())
 }

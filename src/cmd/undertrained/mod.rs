@@ -41,7 +41,7 @@ use crate::Error;
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
 use crate::roles::{Roles, Which};
-use crate::vocab::{TokenKind, Vocab};
+use crate::vocab::{Preview, TokenKind, Vocab};
 use indicators::Indicators;
 use pass::RowSums;
 use plan::{Clock, Held, Matrices};
@@ -195,16 +195,19 @@ pub(crate) fn embed_scores(
 }
 
 /// Runs the analysis, loading the vocabulary with `load` while the first
-/// reads of the matrices run (see `plan`), for a caller that reads nothing
+/// reads of the matrices run (see `plan`; `load` hands its argument to
+/// [`Vocab::load_previewing`], or ignores it), for a caller that reads nothing
 /// more of the matrices: their mapped pages are let go on all cores once
 /// the passes are done (see [`Checkpoint::release`]).
 pub fn run_loading<E: From<Error> + Send>(
     ckpt: &Checkpoint,
     roles: &Roles,
-    load: impl FnOnce() -> std::result::Result<Option<Vocab>, E> + Send,
+    load: impl FnOnce(&mut dyn FnMut(&Preview)) -> std::result::Result<Option<Vocab>, E> + Send,
     req: &Request,
 ) -> std::result::Result<UndertrainedReport, E> {
-    let load = || -> std::result::Result<Held, E> { Ok(load()?.map(Box::new)) };
+    let load = |preview: &mut dyn FnMut(&Preview)| -> std::result::Result<Held, E> {
+        Ok(load(preview)?.map(Box::new))
+    };
     let clock = Clock::start();
     let embed_t = match req.matrix {
         Some(Which::Head) => None,

@@ -141,6 +141,16 @@ pub(crate) fn sums(
     sums_with(has_avx512(), m, reference, pc, progress)
 }
 
+/// Every row of `m`, in pieces of a few MiB that [`catch_up`] shares
+/// among the cores.
+pub(crate) fn all_rows(m: &Matrix) -> Vec<Range<usize>> {
+    let step = ((4 << 20) / m.row_len_bytes().max(1)).max(1);
+    (0..m.rows())
+        .step_by(step)
+        .map(|a| a..(a + step).min(m.rows()))
+        .collect()
+}
+
 /// Fills in `dot_ref` of the `pending` rows of `rows` against `mean`,
 /// reading only those rows again.
 pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
@@ -241,6 +251,31 @@ mod tests {
         assert_eq!(a.sq[3], 0.0);
         let none = sums(&m, &OnceLock::from(None), None, &Progress::hidden());
         assert_eq!((none.dot_ref[0], none.dot_pc[0]), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_catch_up_of_every_row_makes_a_wrong_mean_right() {
+        // 3000 rows of 1024 BF16 values: `all_rows` cuts them in two pieces.
+        let (rows, cols) = (3000, 1024);
+        let bytes: Vec<u8> = (0..rows * cols)
+            .flat_map(|i| half::bf16::from_f32((i % 97) as f32 / 50.0 - 1.0).to_le_bytes())
+            .collect();
+        let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+        assert_eq!(all_rows(&m), [0..2048, 2048..3000]);
+        let right: Vec<f32> = (0..cols).map(|j| j as f32 / 64.0).collect();
+        let want = sums(
+            &m,
+            &OnceLock::from(Some(right.clone())),
+            None,
+            &Progress::hidden(),
+        );
+        let wrong = OnceLock::from(Some(vec![1.0; cols]));
+        let mut got = sums(&m, &wrong, None, &Progress::hidden());
+        assert_ne!(got.dot_ref, want.dot_ref);
+        got.pending = all_rows(&m);
+        catch_up(&m, &mut got, &right);
+        assert_eq!(got.dot_ref, want.dot_ref);
+        assert_eq!(got.sq, want.sq);
     }
 
     #[test]

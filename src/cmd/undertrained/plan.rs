@@ -27,11 +27,11 @@ use std::time::{Duration, Instant};
 use super::component::{self, Component};
 use super::indicators::{Indicators, cosines, distances, mean_of, norms};
 use super::reach;
-use super::reference::{self, Reference};
+use super::reference::{self, Reference, ReferenceSpec};
 use super::{Request, pass};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
-use crate::vocab::Vocab;
+use crate::vocab::{Preview, Vocab};
 
 /// One timed stage of a run.
 #[derive(Debug, Clone)]
@@ -110,7 +110,7 @@ pub(super) struct Measured {
 pub(super) fn measure<E: From<crate::Error> + Send>(
     m: &Matrices,
     req: &Request,
-    load: impl FnOnce() -> Result<Held, E> + Send,
+    load: impl FnOnce(&mut dyn FnMut(&Preview)) -> Result<Held, E> + Send,
     held: &OnceLock<Held>,
     clock: &Clock,
 ) -> Result<Measured, E> {
@@ -131,16 +131,41 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
         // the pass when done.
         let (loaded, (pc, embed_sums)) = rayon::join(
             || -> Result<_, E> {
-                let reference = load_reference(m, req, load, held, clock).inspect_err(|_| {
-                    // Nothing will be scored: stop the pass.
-                    embed_bar.as_ref().inspect(|b| b.cancel());
-                })?;
-                let _ = embed_mean.set(embed.and_then(|e| mean_of(e, &reference.ids)));
+                // The embedding's mean as soon as its rows can be guessed
+                // (see `guess_reference`), checked once the vocabulary is in.
+                let mut guessed = None;
+                let mut preview = |p: &Preview| {
+                    guessed = guessed.take().or_else(|| {
+                        let e = embed.filter(|_| req.reference == ReferenceSpec::Auto)?;
+                        let ids = clock.time("reference guess", || reference::previewed(p, m.rows));
+                        let _ = embed_mean.set(mean_of(e, &ids));
+                        Some(ids)
+                    });
+                };
+                if let (Some(e), ReferenceSpec::Ids(_)) = (embed, &req.reference) {
+                    // Ids given need no vocabulary: their mean goes first.
+                    let ids = reference::resolve(&req.reference, None, m.rows, m.name)?.ids;
+                    let _ = embed_mean.set(mean_of(e, &ids));
+                }
+                let reference = load_reference(m, req, |p| load(p), &mut preview, held, clock)
+                    .inspect_err(|_| {
+                        // Nothing will be scored: stop the pass.
+                        embed_bar.as_ref().inspect(|b| b.cancel());
+                    })?;
+                let exact = embed.and_then(|e| mean_of(e, &reference.ids));
+                // A wrong guess's mean is replaced after the pass.
+                let corrected = match guessed {
+                    Some(ids) if ids != reference.ids => Some(exact),
+                    _ => {
+                        let _ = embed_mean.set(exact);
+                        None
+                    }
+                };
                 let vocab = held.get().and_then(|v| v.as_deref());
                 build_tokenizer(vocab, req, s, clock);
                 // The head's mean too, while the embedding's pass runs.
                 let head_mean = m.head.and_then(|h| mean_of(h, &reference.ids));
-                Ok((reference, head_mean))
+                Ok((reference, head_mean, corrected))
             },
             || {
                 // The sample first, while the vocabulary loads: the
@@ -158,7 +183,7 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
                 (pc, embed_sums)
             },
         );
-        let (reference, head_mean) = loaded?;
+        let (reference, head_mean, corrected) = loaded?;
         let mut out = Measured {
             ind: Indicators::default(),
             reference,
@@ -168,7 +193,15 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
             component_within_noise: false,
         };
         if let (Some(e), Some(mut sums)) = (embed, embed_sums) {
-            let mean = embed_mean.get().and_then(Option::as_ref);
+            let mean = match &corrected {
+                Some(exact) => {
+                    // Every row was dotted with the wrong mean, or is
+                    // pending: all are done again.
+                    sums.pending = pass::all_rows(e);
+                    exact.as_ref()
+                }
+                None => embed_mean.get().and_then(Option::as_ref),
+            };
             if let Some(mean) = mean.filter(|_| !sums.pending.is_empty()) {
                 clock.time("embedding catch-up", || pass::catch_up(e, &mut sums, mean));
             }
@@ -184,15 +217,18 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
     })
 }
 
-/// Loads the vocabulary into `held` and resolves the reference set.
+/// Loads the vocabulary into `held` (`load` calls `preview` as soon as it
+/// can, see [`crate::vocab::Vocab::load_previewing`]) and resolves the
+/// reference set.
 fn load_reference<E: From<crate::Error>>(
     m: &Matrices,
     req: &Request,
-    load: impl FnOnce() -> Result<Held, E>,
+    load: impl FnOnce(&mut dyn FnMut(&Preview)) -> Result<Held, E>,
+    preview: &mut dyn FnMut(&Preview),
     held: &OnceLock<Held>,
     clock: &Clock,
 ) -> Result<Reference, E> {
-    let _ = held.set(clock.time("vocabulary", load)?);
+    let _ = held.set(clock.time("vocabulary", || load(preview))?);
     let vocab = held.get().and_then(|v| v.as_deref());
     Ok(clock.time("reference set", || {
         reference::resolve(&req.reference, vocab, m.rows, m.name)

@@ -2,7 +2,7 @@
 //! with `--reference` as ids and ranges, or found automatically (reserved
 //! placeholder entries and rows no token reaches).
 
-use crate::vocab::{Vocab, is_placeholder};
+use crate::vocab::{Preview, Vocab, is_placeholder};
 use crate::{Error, Result};
 
 /// What `--reference` asked for.
@@ -113,6 +113,16 @@ pub(crate) fn resolve(
     }
 }
 
+/// The `auto` reference ids of a matrix of `rows` rows as far as `preview`
+/// shows the vocabulary: what [`resolve`] will give if the rest of
+/// tokenizer.json adds no token (the caller checks).
+pub(crate) fn previewed(preview: &Preview, rows: usize) -> Vec<u32> {
+    let (placeholders, unreachable) = preview.ids(rows, |t| is_placeholder(t));
+    let mut ids = [placeholders, unreachable].concat();
+    ids.sort_unstable();
+    ids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +147,55 @@ mod tests {
             assert!(err.starts_with("--reference: "), "{err}");
             assert!(err.contains(needle), "{bad:?}: {err}");
         }
+    }
+
+    #[test]
+    fn the_preview_guesses_what_the_vocabulary_resolves() {
+        // Id 2 twice in the model vocab (the first wins), 3 a placeholder
+        // an added token replaces, 5 a placeholder added twice (the last
+        // wins), 6 added and 4 and 7 without a token; 9 rows.
+        let added = |ids_contents: &[(u32, &str)]| {
+            ids_contents
+                .iter()
+                .map(|(id, c)| format!(r#"{{"id": {id}, "content": "{c}"}}"#))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let model = r#""model": {"type": "WordLevel", "unk_token": "a", "vocab": {"a": 0, "b": 1, "[unused0]": 2, "x": 2, "[unused1]": 3}}"#;
+        let tokens = [
+            (3, "tok"),
+            (5, "word"),
+            (5, "<|reserved_1|>"),
+            (6, "<unused9>"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokenizer.json");
+        let resolved = |json: String| {
+            std::fs::write(&file, json).unwrap();
+            let mut guessed = None;
+            let v = Vocab::load_previewing(dir.path(), None, false, &mut |p| {
+                guessed = Some(previewed(p, 9));
+            })
+            .unwrap()
+            .unwrap();
+            let r = resolve(&ReferenceSpec::Auto, Some(&v), 9, "w").unwrap();
+            (guessed, r.ids, (r.placeholders, r.unreachable))
+        };
+        // Added tokens first, as Hugging Face writes them: a right guess.
+        let (guessed, ids, counts) = resolved(format!(
+            r#"{{"added_tokens": [{}], {model}}}"#,
+            added(&tokens)
+        ));
+        assert_eq!(ids, [2, 4, 5, 6, 7, 8]);
+        assert_eq!(counts, (3, 3));
+        assert_eq!(guessed.as_ref(), Some(&ids));
+        // Added after the model: the guess misses them, and is wrong.
+        let (guessed, ids, _) = resolved(format!(
+            r#"{{{model}, "added_tokens": [{}]}}"#,
+            added(&tokens)
+        ));
+        assert_eq!(ids, [2, 4, 5, 6, 7, 8]);
+        assert_eq!(guessed, Some(vec![2, 3, 4, 5, 6, 7, 8]));
     }
 
     #[test]
