@@ -8,9 +8,15 @@
 //! the load shared the cores with every worker: on 2 cores, the whole
 //! command took 5 to 14 ms longer.)
 //! Then comes the embedding's streaming pass: the reference mean reaches it
-//! when the set is known, usually before or soon after it starts; the
-//! blocks it read before that are read again for `r·m` alone (see
-//! `pass::catch_up`). Starting the pass together with the sample instead
+//! when the set is known, or guessed: the loading worker guesses the set
+//! from the model vocab as soon as the scan of tokenizer.json has read it
+//! (see [`Vocab::load_previewing`]), a fifth of the way into Llama 3's file
+//! and before the pass starts, and checks the guess once the load is done
+//! (a wrong one, from added tokens written after the model, say, has every
+//! row's `r·m` made again). Ids given with `--reference` need no guess.
+//! The blocks the pass read before the mean are read again for `r·m`
+//! alone (see `pass::catch_up`): with the guess, none in a default run,
+//! and a fifth of the matrix instead of a third with `--matrix embed`. Starting the pass together with the sample instead
 //! measured slower: the pass then met the mean later, and re-reading its
 //! first half cost more than the overlap gained. When the reachability
 //! test cannot cut the tokenizer down (see `reach`), the full tokenizer is
