@@ -16,15 +16,16 @@
 //! row's `r·m` made again). Ids given with `--reference` need no guess.
 //! The blocks the pass read before the mean are read again for `r·m`
 //! alone (see `pass::catch_up`): with the guess, none in a default run,
-//! and a fifth of the matrix instead of a third with `--matrix embed`. Starting the pass together with the sample instead
-//! measured slower: the pass then met the mean later, and re-reading its
-//! first half cost more than the overlap gained. When the reachability
-//! test cannot cut the tokenizer down (see `reach`), the full tokenizer is
-//! built on a thread of its own meanwhile. The head's
-//! pass, which needs both the component and the reference mean (taken by
-//! the loading worker after the embedding's, while that pass runs), comes
-//! last. Each matrix is streamed once (`passes` counts these); the sample
-//! and the catch-up add a fraction of a read each.
+//! and a fifth of the matrix instead of a third with `--matrix embed`.
+//! Starting the pass together with the sample instead measured slower:
+//! the pass then met the mean later, and re-reading its first half cost
+//! more than the overlap gained. When the reachability test cannot cut
+//! the tokenizer down (see `reach`), the full tokenizer is built on a
+//! thread of its own meanwhile. The head's pass, which needs both the
+//! component and the reference mean (taken by the loading worker after
+//! the embedding's, while that pass runs), comes last. Each matrix is
+//! streamed once (`passes` counts these); the sample and the catch-up add
+//! a fraction of a read each.
 
 use std::sync::{Mutex, OnceLock};
 use std::thread::Scope;
@@ -129,7 +130,8 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
     };
     let embed = m.embed.filter(|_| !m.tied);
     let embed_bar = embed.map(bar);
-    // The embedding's reference mean, set once the vocabulary is loaded.
+    // The embedding's reference mean, set as early as it can be (see
+    // `load_guessing`).
     let embed_mean = pass::Mean::new();
     std::thread::scope(|s| {
         // The load as a task of the pool: the worker that takes it leaves
@@ -137,41 +139,18 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
         // the pass when done.
         let (loaded, (pc, embed_sums)) = rayon::join(
             || -> Result<_, E> {
-                // The embedding's mean as soon as its rows can be guessed
-                // (see `guess_reference`), checked once the vocabulary is in.
-                let mut guessed = None;
-                let mut preview = |p: &Preview| {
-                    guessed = guessed.take().or_else(|| {
-                        let e = embed.filter(|_| req.reference == ReferenceSpec::Auto)?;
-                        let ids = clock.time("reference guess", || reference::previewed(p, m.rows));
-                        let _ = embed_mean.set(mean_of(e, &ids));
-                        Some(ids)
-                    });
-                };
-                if let (Some(e), ReferenceSpec::Ids(_)) = (embed, &req.reference) {
-                    // Ids given need no vocabulary: their mean goes first.
-                    let ids = reference::resolve(&req.reference, None, m.rows, m.name)?.ids;
-                    let _ = embed_mean.set(mean_of(e, &ids));
-                }
-                let reference = load_reference(m, req, |p| load(p), &mut preview, held, clock)
-                    .inspect_err(|_| {
-                        // Nothing will be scored: stop the pass.
-                        embed_bar.as_ref().inspect(|b| b.cancel());
-                    })?;
-                let exact = embed.and_then(|e| mean_of(e, &reference.ids));
-                // A wrong guess's mean is replaced after the pass.
-                let corrected = match guessed {
-                    Some(ids) if ids != reference.ids => Some(exact),
-                    _ => {
-                        let _ = embed_mean.set(exact);
-                        None
-                    }
-                };
+                let (reference, guess) =
+                    load_guessing(m, req, load, held, embed, &embed_mean, clock).inspect_err(
+                        |_| {
+                            // Nothing will be scored: stop the pass.
+                            embed_bar.as_ref().inspect(|b| b.cancel());
+                        },
+                    )?;
                 let vocab = held.get().and_then(|v| v.as_deref());
                 build_tokenizer(vocab, req, s, clock);
                 // The head's mean too, while the embedding's pass runs.
                 let head_mean = m.head.and_then(|h| mean_of(h, &reference.ids));
-                Ok((reference, head_mean, corrected))
+                Ok((reference, head_mean, guess))
             },
             || {
                 // The sample first, while the vocabulary loads: the
@@ -189,7 +168,7 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
                 (pc, embed_sums)
             },
         );
-        let (reference, head_mean, corrected) = loaded?;
+        let (reference, head_mean, guess) = loaded?;
         let mut out = Measured {
             ind: Indicators::default(),
             reference,
@@ -199,14 +178,14 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
             component_within_noise: false,
         };
         if let (Some(e), Some(mut sums)) = (embed, embed_sums) {
-            let mean = match &corrected {
-                Some(exact) => {
+            let mean = match &guess {
+                Guess::Wrong(exact) => {
                     // Every row was dotted with the wrong mean, or is
                     // pending: all are done again.
                     sums.pending = pass::all_rows(e);
                     exact.as_ref()
                 }
-                None => embed_mean.get().and_then(Option::as_ref),
+                Guess::Right => embed_mean.get().and_then(Option::as_ref),
             };
             if let Some(mean) = mean.filter(|_| !sums.pending.is_empty()) {
                 clock.time("embedding catch-up", || pass::catch_up(e, &mut sums, mean));
@@ -223,22 +202,57 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
     })
 }
 
-/// Loads the vocabulary into `held` (`load` calls `preview` as soon as it
-/// can, see [`crate::vocab::Vocab::load_previewing`]) and resolves the
-/// reference set.
-fn load_reference<E: From<crate::Error>>(
+/// Whether the embedding's pass met the right reference mean.
+enum Guess {
+    /// No guess, or a right one: the pass's own mean is the right one.
+    Right,
+    /// A wrong guess: the pass's rows are to be dotted again with this
+    /// mean (`None`: there is none).
+    Wrong(Option<Vec<f32>>),
+}
+
+/// Loads the vocabulary into `held` and resolves the reference set,
+/// setting the `embed`ding's reference `mean` for its pass as early as it
+/// can: before the load for ids given, from a guess at the `auto` set
+/// when the load shows the model vocab (see
+/// [`crate::vocab::Vocab::load_previewing`]), else after the load. Returns
+/// the set, and whether the pass met the right mean.
+fn load_guessing<E: From<crate::Error>>(
     m: &Matrices,
     req: &Request,
     load: impl FnOnce(&mut dyn FnMut(&Preview)) -> Result<Held, E>,
-    preview: &mut dyn FnMut(&Preview),
     held: &OnceLock<Held>,
+    embed: Option<&Matrix>,
+    mean: &pass::Mean,
     clock: &Clock,
-) -> Result<Reference, E> {
-    let _ = held.set(clock.time("vocabulary", || load(preview))?);
+) -> Result<(Reference, Guess), E> {
+    if let (Some(e), ReferenceSpec::Ids(_)) = (embed, &req.reference) {
+        let ids = reference::resolve(&req.reference, None, m.rows, m.name)?.ids;
+        let _ = mean.set(mean_of(e, &ids));
+    }
+    let mut guessed = None;
+    let mut guess = |p: &Preview| {
+        guessed = guessed.take().or_else(|| {
+            let e = embed.filter(|_| req.reference == ReferenceSpec::Auto)?;
+            let ids = clock.time("reference guess", || reference::previewed(p, m.rows));
+            let _ = mean.set(mean_of(e, &ids));
+            Some(ids)
+        });
+    };
+    let _ = held.set(clock.time("vocabulary", || load(&mut guess))?);
     let vocab = held.get().and_then(|v| v.as_deref());
-    Ok(clock.time("reference set", || {
+    let reference = clock.time("reference set", || {
         reference::resolve(&req.reference, vocab, m.rows, m.name)
-    })?)
+    })?;
+    let exact = embed.and_then(|e| mean_of(e, &reference.ids));
+    let guess = match guessed {
+        Some(ids) if ids != reference.ids => Guess::Wrong(exact),
+        _ => {
+            let _ = mean.set(exact);
+            Guess::Right
+        }
+    };
+    Ok((reference, guess))
 }
 
 /// Builds the full tokenizer for the reachability test on a thread of
