@@ -231,6 +231,24 @@ fn tokens_from(
     Ok(())
 }
 
+/// `key` read as transformers reads an `added_tokens_decoder` key, with
+/// Python's `int()`: surrounding whitespace, a `+`, leading zeros and
+/// single underscores between digits allowed (` 4`, `+4`, `004`, `1_000`).
+/// `None` for anything else, and for what `int()` reads but is no `u32`
+/// id: a negative number, one past `u32::MAX`, digits of other scripts.
+fn python_uint(key: &str) -> Option<u32> {
+    let t = key.trim();
+    let digits = t.strip_prefix('+').unwrap_or(t);
+    let ok = !digits.is_empty()
+        && digits
+            .split('_')
+            .all(|run| !run.is_empty() && run.bytes().all(|b| b.is_ascii_digit()));
+    if !ok {
+        return None;
+    }
+    digits.replace('_', "").parse().ok()
+}
+
 /// `added_tokens_decoder`: a map of id strings to `{content, special}`.
 fn added_tokens_decoder(
     path: &Path,
@@ -251,7 +269,7 @@ fn added_tokens_decoder(
     };
     let mut out = Vec::with_capacity(map.len());
     for (key, value) in map {
-        let id: u32 = key.parse().map_err(|_| {
+        let id = python_uint(key).ok_or_else(|| {
             Error::bad_file(
                 path,
                 format!("`added_tokens_decoder` key {key:?} is not a token id"),
@@ -275,4 +293,38 @@ fn added_tokens_decoder(
     }
     out.sort_by_key(|(id, _, _)| *id);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_uint;
+
+    #[test]
+    fn added_tokens_decoder_keys_are_read_as_python_reads_them() {
+        for (key, id) in [
+            ("4", 4),
+            (" 4\n", 4),
+            ("+5", 5),
+            ("006", 6),
+            ("1_000", 1000),
+        ] {
+            assert_eq!(python_uint(key), Some(id), "{key:?}");
+        }
+        assert_eq!(python_uint("4294967295"), Some(u32::MAX));
+        for key in [
+            "",
+            " ",
+            "+",
+            "-1",
+            "1__0",
+            "_1",
+            "1_",
+            "0x10",
+            "1.0",
+            "4294967296",
+            "٤",
+        ] {
+            assert_eq!(python_uint(key), None, "{key:?}");
+        }
+    }
 }
