@@ -112,8 +112,8 @@ fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>, Stop> {
 }
 
 /// The vocabulary, loaded from tokenizer.json by `load` ([`Vocab::load`],
-/// or [`Vocab::load_keeping_merges`] for `undertrained`'s reachability
-/// test), or from a GGUF file's metadata.
+/// or [`Vocab::load_previewing`] for `undertrained`), or from a GGUF
+/// file's metadata.
 fn load_vocab_with(
     ckpt: &Checkpoint,
     load: impl FnOnce(&std::path::Path, Option<&serde_json::Value>) -> embscope::Result<Option<Vocab>>,

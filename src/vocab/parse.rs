@@ -140,7 +140,8 @@ type Found = (Range<usize>, Range<usize>, MergePlaces);
 
 /// Reads and parses `path` (a tokenizer.json); with `keep`, also keeps it
 /// as a [`Source`] when the scan read it (an object vocab and merges),
-/// for a second look without a second scan.
+/// for a second look without a second scan. `preview` is called once the
+/// scan has read the model vocab (see `Vocab::load_previewing`).
 pub(crate) fn read(
     path: &Path,
     keep: bool,
