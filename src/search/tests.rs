@@ -409,25 +409,33 @@ fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
 }
 
 #[test]
-fn scan_rows_gives_every_row_one_result_in_order() {
-    // 4 MB: four 1 MiB blocks, so runs and their order are exercised.
+fn columns_take_every_row_at_its_place() {
+    // 4 MB: four 1 MiB blocks, read by several workers.
     let (rows, cols) = (5000, 400);
     let (bytes, _) = store(&values(rows * cols, 5), Dtype::F16);
     let m = Matrix::new("t", &bytes, Dtype::F16, &[rows, cols]).unwrap();
-    let runs = scan_rows(
+    let (f, u) = (F32Column::zeros(rows), U64Column::zeros(rows));
+    let blocks = scan(
         &m,
         &Progress::hidden(),
         || 0usize,
-        |blocks, first, raw, out| {
+        |blocks, first, raw| {
             *blocks += 1;
-            out.extend(first..first + raw.len() / (2 * cols));
+            for id in first..first + raw.len() / (2 * cols) {
+                f.set(id, id as f32 / 2.0);
+                u.set(id, id as u64 * 3);
+            }
         },
+        |a, b| a + b,
     );
-    let blocks = rows.div_ceil(block_rows(&m, SCAN_BLOCK_BYTES));
     assert!(blocks > 1);
-    assert_eq!(runs.iter().map(|(b, _)| b).sum::<usize>(), blocks);
-    let ids: Vec<usize> = runs.into_iter().flat_map(|(_, out)| out).collect();
-    assert_eq!(ids, (0..rows).collect::<Vec<_>>());
+    assert_eq!(blocks, rows.div_ceil(block_rows(&m, SCAN_BLOCK_BYTES)));
+    let want: Vec<f32> = (0..rows).map(|id| id as f32 / 2.0).collect();
+    assert_eq!(f.into_vec(), want);
+    assert_eq!(
+        u.into_vec(),
+        (0..rows as u64).map(|id| id * 3).collect::<Vec<_>>()
+    );
 }
 
 #[test]

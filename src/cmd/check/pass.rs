@@ -12,8 +12,6 @@
 
 use std::ops::Range;
 use std::sync::OnceLock;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use rayon::prelude::*;
 
@@ -23,7 +21,7 @@ use crate::checkpoint::{Checkpoint, TensorEntry};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, TieStatus};
-use crate::search;
+use crate::search::{self, F32Column, U64Column};
 
 /// What the pass learns about one matrix.
 #[derive(Debug, Default)]
@@ -82,42 +80,32 @@ impl Run {
 }
 
 /// A matrix's per-row results, written by the workers at each row's place
-/// as they read its block: no summaries are gathered and copied after
-/// the pass (that took 2 ms after `check`'s pass over Llama 3's two
-/// matrices, and 6 MB of fresh memory during it).
+/// as they read its block (see [`search::F32Column`]).
 struct Columns {
-    norms: Vec<AtomicU32>,
-    hashes: Vec<AtomicU64>,
+    norms: F32Column,
+    hashes: U64Column,
     /// `|r|²` and `r·m` (the embedding only).
-    sums: Option<(Vec<AtomicU32>, Vec<AtomicU32>)>,
+    sums: Option<(F32Column, F32Column)>,
 }
 
 impl Columns {
     fn new(rows: usize, with_sums: bool) -> Columns {
-        let zeros = || (0..rows).map(|_| AtomicU32::new(0)).collect::<Vec<_>>();
         Columns {
-            norms: zeros(),
-            hashes: (0..rows).map(|_| AtomicU64::new(0)).collect(),
-            sums: with_sums.then(|| (zeros(), zeros())),
+            norms: F32Column::zeros(rows),
+            hashes: U64Column::zeros(rows),
+            sums: with_sums.then(|| (F32Column::zeros(rows), F32Column::zeros(rows))),
         }
     }
 
     /// Row `id`'s results.
     fn put(&self, id: usize, r: &RowSummary) {
-        self.norms[id].store(r.norm.to_bits(), Relaxed);
-        self.hashes[id].store(r.hash, Relaxed);
+        self.norms.set(id, r.norm);
+        self.hashes.set(id, r.hash);
         if let Some((sq, dot)) = &self.sums {
-            sq[id].store(r.sq.to_bits(), Relaxed);
-            dot[id].store(r.dot.to_bits(), Relaxed);
+            sq.set(id, r.sq);
+            dot.set(id, r.dot);
         }
     }
-}
-
-/// The values of `v` as f32 (in place: the vector is reused).
-fn floats(v: Vec<AtomicU32>) -> Vec<f32> {
-    v.into_iter()
-        .map(|x| f32::from_bits(x.into_inner()))
-        .collect()
 }
 
 /// The single streaming pass over `m`, with the embedding's sums when
@@ -174,14 +162,14 @@ pub(crate) fn scan(
         v
     };
     Stats {
-        norms: floats(norms),
-        hashes: hashes.into_iter().map(AtomicU64::into_inner).collect(),
+        norms: norms.into_vec(),
+        hashes: hashes.into_vec(),
         nan: sorted(run.nan),
         inf: sorted(run.inf),
         zero: sorted(run.zero),
         sums: sums.map(|(sq, dot)| Sums {
-            sq: floats(sq),
-            dot: floats(dot),
+            sq: sq.into_vec(),
+            dot: dot.into_vec(),
             pending: run.pending,
         }),
     }

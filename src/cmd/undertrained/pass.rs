@@ -1,6 +1,6 @@
 //! The streaming pass of `undertrained` over one matrix: per-row sums
 //! `|r|²`, `r·m` against the reference mean and `r·c` against the first
-//! principal component (see `component`), all through [`search::scan_rows`].
+//! principal component (see `component`), all through [`search::scan`].
 //!
 //! The reference mean may arrive while the pass runs (it needs the
 //! vocabulary, which loads alongside, see `plan`): blocks read before it
@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
-use crate::search;
+use crate::search::{self, F32Column};
 
 use super::kernel::{Bf16, dots_each};
 use crate::cpu::has_avx512;
@@ -43,12 +43,13 @@ pub(crate) struct RowSums {
 /// `None` inside when there is none.
 pub(crate) type Mean = OnceLock<Option<Vec<f32>>>;
 
-/// What a worker keeps over a run of blocks (see [`search::scan_rows`]):
-/// a buffer for decoding rows, and the blocks read before the reference
-/// mean was known.
+/// What a worker keeps over the blocks it reads: buffers for decoding
+/// rows and for a block's sums (reused block after block), and the blocks
+/// read before the reference mean was known.
 #[derive(Default)]
 struct Run {
     buf: Vec<f32>,
+    block: Vec<[f32; 3]>,
     pending: Vec<Range<usize>>,
 }
 
@@ -210,28 +211,42 @@ fn sums_with(
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
-    let runs = search::scan_rows(m, progress, Run::default, |run, first, raw, out| {
-        let rows = first..first + raw.len() / m.row_len_bytes();
-        let mean = match reference.get() {
-            None => {
-                run.pending.push(rows.clone());
-                None
+    let columns: [F32Column; 3] = std::array::from_fn(|_| F32Column::zeros(m.rows()));
+    let pending = search::scan(
+        m,
+        progress,
+        Run::default,
+        |run, first, raw| {
+            let rows = first..first + raw.len() / m.row_len_bytes();
+            let mean = match reference.get() {
+                None => {
+                    run.pending.push(rows.clone());
+                    None
+                }
+                Some(mean) => mean.as_deref(),
+            };
+            run.block.clear();
+            visit(wide, m, &mut run.buf, rows, mean, pc, &mut run.block);
+            for (i, sums) in run.block.iter().enumerate() {
+                for (column, &x) in columns.iter().zip(sums) {
+                    column.set(first + i, x);
+                }
             }
-            Some(mean) => mean.as_deref(),
-        };
-        visit(wide, m, &mut run.buf, rows, mean, pc, out);
-    });
+        },
+        |mut a, b| {
+            a.pending.extend(b.pending);
+            a
+        },
+    )
+    .pending;
     progress.finish();
-    let mut rows = RowSums::default();
-    for (run, sums) in runs {
-        rows.pending.extend(run.pending);
-        for [sq, dr, dv] in sums {
-            rows.sq.push(sq);
-            rows.dot_ref.push(dr);
-            rows.dot_pc.push(dv);
-        }
+    let [sq, dot_ref, dot_pc] = columns.map(F32Column::into_vec);
+    RowSums {
+        sq,
+        dot_ref,
+        dot_pc,
+        pending,
     }
-    rows
 }
 
 #[cfg(test)]
