@@ -129,7 +129,7 @@ impl fmt::Debug for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Source")
             .field("bytes", &self.bytes.len())
-            .field("merges", &self.places.strings.len())
+            .field("merges", &self.places.merges.len())
             .finish_non_exhaustive()
     }
 }

@@ -266,3 +266,41 @@ fn templates_read_regular_layouts_and_refuse_what_breaks_them() {
     let trailing = pretty("[", "]", 50, pair).replace("\n    ]", ",\n    ]");
     assert_eq!(merges(trailing.as_bytes(), 0, |_| {}), None);
 }
+
+#[test]
+fn merge_places_keep_both_strings_in_eight_bytes() {
+    let pair = MergePlace::new((10..15, false), Some((24..31, true))).unwrap();
+    assert_eq!(pair.first(), (10..15, false));
+    assert_eq!(pair.second(), Some((24..31, true)));
+    // The limits: a string of 4095 bytes, 63 between a pair's strings,
+    // a start just below 4 GiB.
+    let top = u32::MAX as usize;
+    let joined = MergePlace::new((top - 4095..top, true), None).unwrap();
+    assert_eq!(joined.first(), (top - 4095..top, true));
+    assert_eq!(joined.second(), None);
+    let wide = MergePlace::new((0..4095, false), Some((4158..4161, false))).unwrap();
+    assert_eq!(wide.second(), Some((4158..4161, false)));
+    for (a, b) in [
+        (0..4096, None),
+        (0..5, Some(69..75)),
+        (top + 1..top + 4, None),
+        (0..5, Some(5..4101)),
+    ] {
+        assert!(
+            MergePlace::new((a.clone(), false), b.clone().map(|b| (b, false))).is_none(),
+            "{a:?} {b:?}"
+        );
+    }
+    // Recorded from a file: a merge that does not fit leaves the places
+    // incomplete (the reachability test then uses the full tokenizer).
+    let record = |file: &str| {
+        let mut places = MergePlaces::for_file(file.len());
+        merges(file.as_bytes(), 0, |m| places.record(file.as_bytes(), m)).unwrap();
+        places.complete().map(|p| p.merges.len())
+    };
+    assert_eq!(record(r#"[["a", "b"], ["ab", "c"]]"#), Some(2));
+    assert_eq!(
+        record(&format!(r#"["a b", "{} c"]"#, "x".repeat(5000))),
+        None
+    );
+}

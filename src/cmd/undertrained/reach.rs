@@ -19,6 +19,8 @@
 //! models (WordPiece, Unigram, ...), GGUF vocabularies and BPE options this
 //! does not cover (subword prefixes or suffixes) use the full tokenizer.
 
+use std::ops::Range;
+
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use rayon::prelude::*;
 
@@ -31,7 +33,7 @@ use tokenizers::{
 
 use crate::vocab::Vocab;
 use crate::vocab::parse::Source;
-use crate::vocab::scan::{self, Merge, MergePlaces};
+use crate::vocab::scan::{self, Merge, MergePlace, MergePlaces};
 
 /// The BPE model's settings (its vocab and merges are cut out before the
 /// parse, see [`parse`]).
@@ -316,53 +318,48 @@ fn kept_merges(
 ) -> Option<Vec<Value>> {
     let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
     let sketch = Sketch::new(known.iter().copied());
-    let per_merge = if parsed.places.pairs { 2 } else { 1 };
     let parts: Option<Vec<Vec<Value>>> = parsed
         .places
-        .strings
-        .par_chunks(per_merge * per_task)
-        .map(|strings| kept_among(parsed, strings, &known, &sketch, keep))
+        .merges
+        .par_chunks(per_task)
+        .map(|merges| kept_among(parsed, merges, &known, &sketch, keep))
         .collect();
     Some(parts?.into_iter().flatten().collect())
 }
 
-/// [`kept_merges`] among the merges whose strings are at `strings`.
+/// [`kept_merges`] among the merges at `merges`.
 fn kept_among(
     parsed: &Parsed,
-    strings: &[[u32; 2]],
+    merges: &[MergePlace],
     known: &HashSet<&[u8]>,
     sketch: &Sketch,
     keep: &HashSet<String>,
 ) -> Option<Vec<Value>> {
-    const ESCAPED: u32 = MergePlaces::ESCAPED;
-    let range = |[start, end]: [u32; 2]| start as usize..(end & !ESCAPED) as usize;
-    let part = |place: [u32; 2]| scan::Part::new(&parsed.bytes[range(place)], place[1] >= ESCAPED);
+    let part = |(r, escaped): (Range<usize>, bool)| scan::Part::new(&parsed.bytes[r], escaped);
     // Most merges have a part that is not known, seen without hashing:
     // a plain string (no escape, so as written) whose sketch bit is clear.
-    let plain = |place: [u32; 2]| {
-        let r = range(place);
-        (place[1] < ESCAPED).then(|| &parsed.bytes[r.start + 1..r.end - 1])
+    let plain = |(r, escaped): (Range<usize>, bool)| {
+        (!escaped).then(|| &parsed.bytes[r.start + 1..r.end - 1])
     };
     let unknown = |t: Option<&[u8]>| t.is_some_and(|t| !sketch.may_hold(t));
     let mut out = Vec::new();
-    for strings in strings.chunks(if parsed.places.pairs { 2 } else { 1 }) {
-        let skip = match *strings {
-            [a, b] => unknown(plain(a)) || unknown(plain(b)),
+    for place in merges {
+        let (first, second) = (place.first(), place.second());
+        let skip = match second.clone() {
+            Some(b) => unknown(plain(first.clone())) || unknown(plain(b)),
             // Joined: only as the tokenizers crate splits it (one space,
             // no `#version` line), else `parts` says it is not a merge.
-            [s] => plain(s).is_some_and(|t| match scan::joined_split(t) {
+            None => plain(first.clone()).is_some_and(|t| match scan::joined_split(t) {
                 Some(at) => unknown(Some(&t[..at])) || unknown(Some(&t[at + 1..])),
                 None => false,
             }),
-            _ => false,
         };
         if skip {
             continue;
         }
-        let merge = match *strings {
-            [a, b] => Merge::Pair(part(a), part(b)),
-            [s] => Merge::Joined(part(s)),
-            _ => return None,
+        let merge = match second {
+            Some(b) => Merge::Pair(part(first), part(b)),
+            None => Merge::Joined(part(first)),
         };
         let [a, b] = merge.parts()?;
         if !(known.contains(&*a) && known.contains(&*b)) {
