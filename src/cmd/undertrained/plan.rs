@@ -232,23 +232,26 @@ fn load_guessing<E: From<crate::Error>>(
     }
     let mut guessed = None;
     let mut guess = |p: &Preview| {
-        guessed = guessed.take().or_else(|| {
-            let e = embed.filter(|_| req.reference == ReferenceSpec::Auto)?;
-            let ids = clock.time("reference guess", || reference::previewed(p, m.rows));
-            let _ = mean.set(mean_of(e, &ids));
-            Some(ids)
-        });
+        let auto = req.reference == ReferenceSpec::Auto;
+        let Some(e) = embed.filter(|_| auto && guessed.is_none()) else {
+            return;
+        };
+        let ids = clock.time("reference guess", || reference::previewed(p, m.rows));
+        let _ = mean.set(mean_of(e, &ids));
+        guessed = Some(ids);
     };
     let _ = held.set(clock.time("vocabulary", || load(&mut guess))?);
     let vocab = held.get().and_then(|v| v.as_deref());
     let reference = clock.time("reference set", || {
         reference::resolve(&req.reference, vocab, m.rows, m.name)
     })?;
-    let exact = embed.and_then(|e| mean_of(e, &reference.ids));
+    // The exact mean is made only when no right one is set: ids given and
+    // a right guess set it already.
+    let exact = || embed.and_then(|e| mean_of(e, &reference.ids));
     let guess = match guessed {
-        Some(ids) if ids != reference.ids => Guess::Wrong(exact),
+        Some(ids) if ids != reference.ids => Guess::Wrong(exact()),
         _ => {
-            let _ = mean.set(exact);
+            mean.get_or_init(exact);
             Guess::Right
         }
     };
