@@ -156,17 +156,13 @@ pub(crate) fn scan(
         hashes,
         sums,
     } = columns;
-    let sorted = |mut v: Vec<u32>| {
-        // Ascending already (runs merge in row order); made sure of.
-        v.sort_unstable();
-        v
-    };
+    // The lists are ascending: the scan merges the runs in row order.
     Stats {
         norms: norms.into_vec(),
         hashes: hashes.into_vec(),
-        nan: sorted(run.nan),
-        inf: sorted(run.inf),
-        zero: sorted(run.zero),
+        nan: run.nan,
+        inf: run.inf,
+        zero: run.zero,
         sums: sums.map(|(sq, dot)| Sums {
             sq: sq.into_vec(),
             dot: dot.into_vec(),
@@ -266,6 +262,31 @@ mod tests {
                 .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
                 .collect(),
         }
+    }
+
+    #[test]
+    fn rows_of_every_block_are_listed_in_order() {
+        // 3000 rows of 512 values, several blocks: every 97th row zero,
+        // every 101st holding a NaN.
+        let (rows, cols) = (3000, 512);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| match i / cols {
+                r if r % 97 == 0 => 0.0,
+                r if r % 101 == 0 && i % cols == 3 => f32::NAN,
+                _ => 1.0,
+            })
+            .collect();
+        let bytes = stored(Dtype::F32, &values);
+        let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+        let stats = scan(&m, &Progress::hidden(), None);
+        let every = |n: u32| (0..rows as u32).filter(|r| r % n == 0).collect::<Vec<_>>();
+        assert_eq!(stats.zero, every(97));
+        let nan: Vec<u32> = (1..rows as u32)
+            .filter(|r| r % 101 == 0 && r % 97 != 0)
+            .collect();
+        assert_eq!(stats.nan, nan);
+        assert_eq!(stats.norms.len(), rows);
+        assert_eq!(stats.norms[1], (cols as f32).sqrt());
     }
 
     #[test]
