@@ -15,7 +15,7 @@ use embscope::matrix::Matrix;
 use embscope::vocab::Vocab;
 
 use crate::common::fixtures;
-use crate::common::fuzz::{Rng, catch, env_or, keep_bytes};
+use crate::common::fuzz::{Rng, catch, env_or, keep_bytes, panic_report};
 
 /// Every `.gguf` below `fixtures/gguf`, with its bytes.
 fn corpus() -> Vec<(String, Vec<u8>)> {
@@ -127,11 +127,11 @@ fn run(seed: u64, done: impl Fn(u64) -> bool) -> (u64, u64, Option<String>) {
             Ok(ok) => opened += u64::from(ok),
             Err(msg) => {
                 let kept = keep_bytes("gguf", seed, count, &bytes);
-                let at = format!(
-                    "mutation {count} of {name} (seed {seed}): {msg}; kept as {}",
-                    kept.display()
+                return (
+                    count,
+                    opened,
+                    Some(panic_report(seed, count, name, &msg, &kept)),
                 );
-                return (count, opened, Some(at));
             }
         }
     }

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use tempfile::TempDir;
 
 use crate::common::fuzz::{
-    Rng, binary_answers, catch, commands, env_or, keep, mutate_json, scratch_copy,
+    Rng, binary_answers, catch, commands, env_or, keep, mutate_json, panic_report, scratch_copy,
 };
 
 /// A checkpoint to mutate: a scratch copy of a fixture, the files of it
@@ -594,12 +594,7 @@ fn run(seed: u64, done: impl Fn(u64) -> bool) -> Outcome {
             Ok(answered) => out.answered += u64::from(answered),
             Err(msg) => {
                 let kept = keep("safetensors", seed, out.count, t.dir.path());
-                out.panic = Some(format!(
-                    "mutant {} of {} (seed {seed}): {msg}; kept in {}",
-                    out.count,
-                    t.name,
-                    kept.display()
-                ));
+                out.panic = Some(panic_report(seed, out.count, t.name, &msg, &kept));
                 break;
             }
         }

@@ -33,7 +33,7 @@ use embscope::vocab::{ROLES, Vocab};
 
 use crate::common::fixtures;
 use crate::common::fuzz::{
-    Rng, binary_answers, catch, commands, env_or, keep, mutate_json, scratch_copy,
+    Rng, binary_answers, catch, commands, env_or, keep, mutate_json, panic_report, scratch_copy,
 };
 
 /// A tokenizer.json to mutate, and the fixture whose weights it goes with.
@@ -260,12 +260,7 @@ fn run(seed: u64, done: impl Fn(u64) -> bool) -> Outcome {
             Ok(loaded) => out.loaded += u64::from(loaded),
             Err(msg) => {
                 let kept = keep("tokenizer", seed, out.count, &dir.join("tokenizer.json"));
-                out.panic = Some(format!(
-                    "mutant {} of {} (seed {seed}): {msg}; kept as {}",
-                    out.count,
-                    s.name,
-                    kept.display()
-                ));
+                out.panic = Some(panic_report(seed, out.count, &s.name, &msg, &kept));
                 break;
             }
         }
@@ -591,12 +586,7 @@ fn run_side(seed: u64, done: impl Fn(u64) -> bool) -> SideOutcome {
             Ok(answered) => out.answered += u64::from(answered),
             Err(msg) => {
                 let kept = keep("side-files", seed, out.count, dir);
-                out.panic = Some(format!(
-                    "mutant {} of {} (seed {seed}): {msg}; kept in {}",
-                    out.count,
-                    s.name,
-                    kept.display()
-                ));
+                out.panic = Some(panic_report(seed, out.count, s.name, &msg, &kept));
                 break;
             }
         }

@@ -211,6 +211,15 @@ fn message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// What a fuzzer reports when mutant `count` of `name` (seed `seed`)
+/// panicked with `msg`, its input kept at `kept` (see [`keep`]).
+pub fn panic_report(seed: u64, count: u64, name: &str, msg: &str, kept: &Path) -> String {
+    format!(
+        "mutant {count} of {name} (seed {seed}): {msg}; kept at {}",
+        kept.display()
+    )
+}
+
 /// Copies the input that made `fuzzer` panic (a file, or a directory's
 /// files) to `embscope-fuzz-FUZZER-seed-SEED-COUNT` in the temporary
 /// directory (`/tmp`), to reproduce it with; returns where.
