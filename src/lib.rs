@@ -8,6 +8,7 @@
 //! them; the [`cmd`] modules compute plain reports; [`render`] prints them
 //! as text or JSON.
 
+mod aligned;
 pub mod checkpoint;
 pub mod cli;
 pub mod cmd;

@@ -248,6 +248,7 @@ pub(crate) fn pass<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aligned::Aligned;
     use crate::dtype::Dtype;
 
     fn stored(dtype: Dtype, v: &[f32]) -> Vec<u8> {
@@ -301,7 +302,7 @@ mod tests {
         known
             .set(Reference {
                 ids: Vec::new(),
-                mean: Some(mean.clone()),
+                mean: Some(Aligned::copy_of(&mean)),
             })
             .unwrap();
         let dotted = known.get().unwrap().mean.as_ref().unwrap();

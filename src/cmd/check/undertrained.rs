@@ -8,6 +8,8 @@
 
 use serde_json::json;
 
+use crate::aligned::Aligned;
+
 use super::pass::{self, Scanned, Sums};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::cmd::undertrained::{self, STRONG};
@@ -22,7 +24,7 @@ pub(crate) struct Reference {
     pub ids: Vec<u32>,
     /// The mean of the finite reference rows; `None` without any (then
     /// the indicator is the norm alone and no dot product is needed).
-    pub mean: Option<Vec<f32>>,
+    pub mean: Option<Aligned<f32>>,
 }
 
 impl Reference {

@@ -31,6 +31,7 @@
 
 use rayon::prelude::*;
 
+use crate::aligned::Aligned;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
@@ -56,7 +57,7 @@ const NOISE_TEST_FROM: usize = 3;
 #[derive(Debug)]
 pub(crate) struct Component {
     /// Unit vector (up to sign): a unit axis when the sample has no spread.
-    pub v: Vec<f32>,
+    pub v: Aligned<f32>,
     /// Finite rows in the sample.
     pub rows: usize,
     /// Power iterations made.
@@ -79,12 +80,12 @@ enum Sum<'v> {
 /// One worker's share of a sweep.
 struct Acc {
     /// This chunk's sum, in f32.
-    chunk: Vec<f32>,
+    chunk: Aligned<f32>,
     /// The sum over finished chunks.
     total: Vec<f64>,
     /// This chunk's and the finished chunks' `Σ r (r·v)` in a
     /// [`Sum::Finite`] sweep with a `v` (else empty).
-    chunk_along: Vec<f32>,
+    chunk_along: Aligned<f32>,
     total_along: Vec<f64>,
     /// The finite rows seen ([`Sum::Finite`]).
     finite: Vec<usize>,
@@ -177,9 +178,9 @@ fn sweep(wide: bool, m: &Matrix, ids: &[usize], sum: Sum) -> Swept {
         .par_chunks(CHUNK)
         .fold(
             || Acc {
-                chunk: vec![0.0; cols],
+                chunk: Aligned::zeros(cols),
                 total: vec![0.0; cols],
-                chunk_along: vec![0.0; along_cols],
+                chunk_along: Aligned::zeros(along_cols),
                 total_along: vec![0.0; along_cols],
                 finite: Vec::new(),
                 squares: 0.0,
@@ -258,7 +259,7 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
     let mut v = unit(&start).unwrap_or(axis.clone());
     // The first sweep also makes the first iteration's `Σ r (r·v)`: it
     // needs the sample's mean only afterwards.
-    let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    let v32: Aligned<f32> = v.iter().map(|&x| x as f32).collect();
     let Swept {
         sum,
         along,
@@ -287,7 +288,7 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
         let mtmv = match first.take() {
             Some(mtmv) => mtmv,
             None => {
-                let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                let v32: Aligned<f32> = v.iter().map(|&x| x as f32).collect();
                 sweep(wide, m, &ids, Sum::Along(&v32)).sum
             }
         };
@@ -467,7 +468,7 @@ mod tests {
         let bytes = f32_matrix(&values, 3, 2);
         let m = Matrix::new("t", &bytes, Dtype::F32, &[3, 2]).unwrap();
         let c = sampled(&m, SAMPLE_ROWS);
-        assert_eq!((c.v, c.rows, c.iterations), (vec![1.0, 0.0], 0, 0));
+        assert_eq!((&c.v[..], c.rows, c.iterations), (&[1.0, 0.0][..], 0, 0));
         assert!(!c.within_noise);
     }
 }

@@ -3,6 +3,7 @@
 //! the first principal component removed; and the reference mean itself,
 //! read from the few reference rows directly.
 
+use crate::aligned::Aligned;
 use crate::matrix::Matrix;
 
 use super::pass::RowSums;
@@ -18,7 +19,7 @@ pub(super) struct Indicators {
 
 /// The mean of the finite `ids` rows of `m`, or `None` when there is none:
 /// each column summed in f64, in the order of `ids`.
-pub(super) fn mean_of(m: &Matrix, ids: &[u32]) -> Option<Vec<f32>> {
+pub(super) fn mean_of(m: &Matrix, ids: &[u32]) -> Option<Aligned<f32>> {
     let mut sum = vec![0f64; m.cols()];
     let mut row = vec![0f32; m.cols()];
     let mut n = 0usize;

@@ -38,6 +38,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use crate::Error;
+use crate::aligned::Aligned;
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
 use crate::roles::{Roles, Which};
@@ -161,7 +162,10 @@ pub struct UndertrainedReport {
 /// their mean (`None` when no reference row is finite), as
 /// [`run_loading`] takes them. For `check`, whose value pass makes the
 /// embedding's sums.
-pub(crate) fn auto_reference(m: &Matrix, vocab: Option<&Vocab>) -> (Vec<u32>, Option<Vec<f32>>) {
+pub(crate) fn auto_reference(
+    m: &Matrix,
+    vocab: Option<&Vocab>,
+) -> (Vec<u32>, Option<Aligned<f32>>) {
     let ids = reference::resolve(&ReferenceSpec::Auto, vocab, m.rows(), m.name())
         .map(|r| r.ids)
         .unwrap_or_default();

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
+use crate::aligned::Aligned;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
@@ -41,7 +42,7 @@ pub(crate) struct RowSums {
 
 /// The reference mean of a pass, set before it starts or while it runs;
 /// `None` inside when there is none.
-pub(crate) type Mean = OnceLock<Option<Vec<f32>>>;
+pub(crate) type Mean = OnceLock<Option<Aligned<f32>>>;
 
 /// What a worker keeps over the blocks it reads: buffers for decoding
 /// rows and for a block's sums (reused block after block), and the blocks
@@ -258,7 +259,7 @@ mod tests {
         let values = [1.0f32, 2.0, f32::NAN, 0.0, 3.0, 4.0, 0.0, 0.0];
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let m = Matrix::new("t", &bytes, Dtype::F32, &[4, 2]).unwrap();
-        let mean = OnceLock::from(Some(vec![1.0, 1.0]));
+        let mean = OnceLock::from(Some(Aligned::copy_of(&[1.0, 1.0])));
         let a = sums(&m, &mean, Some(&[1.0, 0.0]), &Progress::hidden());
         assert_eq!(a.sq[0], 5.0);
         assert!(a.sq[1].is_nan() && a.dot_pc[1].is_nan());
@@ -280,11 +281,11 @@ mod tests {
         let right: Vec<f32> = (0..cols).map(|j| j as f32 / 64.0).collect();
         let want = sums(
             &m,
-            &OnceLock::from(Some(right.clone())),
+            &OnceLock::from(Some(Aligned::copy_of(&right))),
             None,
             &Progress::hidden(),
         );
-        let wrong = OnceLock::from(Some(vec![1.0; cols]));
+        let wrong = OnceLock::from(Some(Aligned::copy_of(&vec![1.0; cols])));
         let mut got = sums(&m, &wrong, None, &Progress::hidden());
         assert_ne!(got.dot_ref, want.dot_ref);
         got.pending = all_rows(&m);
@@ -308,7 +309,7 @@ mod tests {
         let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
         let reference: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
-        let reference = OnceLock::from(Some(reference));
+        let reference = OnceLock::from(Some(Aligned::copy_of(&reference)));
         let portable = sums_with(false, &m, &reference, Some(&v), &Progress::hidden());
         let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
         assert!((portable.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
@@ -341,7 +342,10 @@ mod tests {
                 .collect::<Vec<f32>>()
         };
         let pc: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.05).sin()).collect();
-        let (known, none) = (|| OnceLock::from(Some(mean())), || OnceLock::from(None));
+        let (known, none) = (
+            || OnceLock::from(Some(Aligned::copy_of(&mean()))),
+            || OnceLock::from(None),
+        );
         let hidden = Progress::hidden();
         let both = sums(&m, &known(), Some(&pc), &hidden);
         let only_mean = sums(&m, &known(), None, &hidden);
@@ -374,7 +378,7 @@ mod tests {
         let mean: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let known = sums(
             &m,
-            &OnceLock::from(Some(mean.clone())),
+            &OnceLock::from(Some(Aligned::copy_of(&mean))),
             None,
             &Progress::hidden(),
         );

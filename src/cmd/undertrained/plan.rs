@@ -27,6 +27,7 @@
 //! streamed once (`passes` counts these); the sample and the catch-up add
 //! a fraction of a read each.
 
+use crate::aligned::Aligned;
 use std::sync::{Mutex, OnceLock};
 use std::thread::Scope;
 use std::time::{Duration, Instant};
@@ -208,7 +209,7 @@ enum Guess {
     Right,
     /// A wrong guess: the pass's rows are to be dotted again with this
     /// mean (`None`: there is none).
-    Wrong(Option<Vec<f32>>),
+    Wrong(Option<Aligned<f32>>),
 }
 
 /// Loads the vocabulary into `held` and resolves the reference set,
@@ -289,7 +290,7 @@ fn head(
         (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
         out.component_within_noise = c.within_noise;
     }
-    let pcv = pc.as_ref().map(|c| c.v.as_slice());
+    let pcv = pc.as_ref().map(|c| &c.v[..]);
     let sums = clock.time("head pass", || pass::sums(h, known, pcv, bar));
     out.passes += 1;
     let ind = &mut out.ind;
