@@ -103,7 +103,7 @@ fn pick(mut v: Vec<u64>, a: usize, b: usize) -> (u64, u64) {
 }
 
 /// A key whose unsigned order is [`f64::total_cmp`]'s order of `x`.
-fn key(x: f64) -> u64 {
+pub(crate) fn key(x: f64) -> u64 {
     let bits = x.to_bits();
     // Negative values: every bit flipped (larger magnitudes come first);
     // others: the sign bit set (they come after every negative one).

@@ -33,6 +33,8 @@ pub use plan::Stage;
 pub use reference::ReferenceSpec;
 pub use score::{Histogram, STRONG};
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
@@ -41,6 +43,7 @@ use crate::Error;
 use crate::aligned::Aligned;
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
+use crate::median;
 use crate::roles::{Roles, Which};
 use crate::vocab::{Preview, TokenKind, Vocab};
 use indicators::Indicators;
@@ -355,20 +358,7 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
     let (indicators, zs) = scored_indicators(ind);
     let scores = score::combine(zs, rows);
     let histogram = score::histogram(&scores, BINS);
-    let strong_ids: Vec<u32> = (0..rows as u32)
-        .filter(|&i| scores[i as usize] >= STRONG)
-        .collect();
-    let mut order: Vec<u32> = (0..rows as u32)
-        .filter(|&i| scores[i as usize].is_finite())
-        .collect();
-    let scored = order.len();
-    let top = top.min(order.len());
-    let by_score = best_first(&scores);
-    if top > 0 && top < order.len() {
-        order.select_nth_unstable_by(top - 1, by_score);
-    }
-    order.truncate(top);
-    order.sort_by(by_score);
+    let (order, scored, strong_ids) = best_rows(&scores, top);
     Ranked {
         indicators,
         scores,
@@ -377,6 +367,41 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
         scored,
         strong_ids,
     }
+}
+
+/// The `top` rows of finite `scores`, best first (as [`best_first`]
+/// orders them), with the count of finite scores and the rows at or above
+/// [`STRONG`], in one pass: a heap keeps the best `top` so far, its worst
+/// on top, which most rows do not pass.
+fn best_rows(scores: &[f64], top: usize) -> (Vec<u32>, usize, Vec<u32>) {
+    // Greater is worse: a lower score, then a higher id.
+    let mut best: BinaryHeap<(Reverse<u64>, u32)> = BinaryHeap::with_capacity(top + 1);
+    let (mut scored, mut strong) = (0, Vec::new());
+    for (id, &s) in (0u32..).zip(scores) {
+        if s >= STRONG {
+            strong.push(id);
+        }
+        if !s.is_finite() {
+            continue;
+        }
+        scored += 1;
+        let row = (Reverse(median::key(s)), id);
+        if best.len() < top {
+            best.push(row);
+        } else if let Some(mut worst) = best.peek_mut()
+            && row < *worst
+        {
+            *worst = row;
+        }
+    }
+    (
+        best.into_sorted_vec()
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect(),
+        scored,
+        strong,
+    )
 }
 
 /// The order of row ids by their combined `scores`: best first, ties to
@@ -437,4 +462,34 @@ fn scored_indicators(ind: &Indicators) -> (Vec<&'static str>, Vec<Vec<f64>>) {
             Some((name, score::robust_z(values, dir)))
         })
         .unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_rows_are_the_sorted_order_cut_at_top() {
+        // Ties (scores repeat every 7 rows), both zeros, NaN and infinities.
+        let mut scores: Vec<f64> = (0..300).map(|i| f64::from(i % 7) * 2.5 - 3.0).collect();
+        scores[10] = f64::NAN;
+        scores[11] = f64::INFINITY;
+        scores[12] = -0.0;
+        scores[13] = 0.0;
+        scores[14] = f64::NEG_INFINITY;
+        let mut sorted: Vec<u32> = (0..300)
+            .filter(|&i| scores[i as usize].is_finite())
+            .collect();
+        sorted.sort_by(best_first(&scores));
+        for top in [0, 1, 5, 43, 297, 1000] {
+            let (order, scored, strong) = best_rows(&scores, top);
+            assert_eq!(order, sorted[..top.min(297)], "top {top}");
+            assert_eq!(scored, 297);
+            let want: Vec<u32> = (0..300).filter(|&i| scores[i as usize] >= STRONG).collect();
+            assert_eq!(strong, want);
+        }
+        // -0.0 ranks below 0.0, as `total_cmp` has it.
+        let (order, _, _) = best_rows(&[-0.0, 0.0], 2);
+        assert_eq!(order, [1, 0]);
+    }
 }
