@@ -48,6 +48,66 @@ pub(crate) fn has_avx512() -> bool {
     false
 }
 
+/// The build of `check`'s and `undertrained`'s row loops (see
+/// `cmd::undertrained::kernel`) that runs on this CPU: AVX-512, AVX2 or
+/// portable. The AVX-512 and AVX2 builds both fuse multiply-adds, and the
+/// loops fix the order of every addition, so these two give the same sums
+/// bit for bit; the portable build does not fuse them (without the
+/// instruction, `mul_add` is a slow library call), so its sums may differ
+/// in the last bits. Made only by [`RowBuild::detect`] and
+/// [`RowBuild::all`], so a build runs only where its instructions are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RowBuild(Isa);
+
+/// The instructions of a [`RowBuild`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// AVX-512F and BW, with FMA.
+    Avx512,
+    /// AVX2 with FMA.
+    Avx2,
+    /// What the target has without run-time detection (SSE2 on x86-64).
+    Portable,
+}
+
+impl RowBuild {
+    /// The widest build this CPU runs (less what `EMBSCOPE_CPU_MASK`
+    /// hides).
+    pub(crate) fn detect() -> RowBuild {
+        RowBuild::all()[0]
+    }
+
+    /// Every build this CPU runs, widest first (the portable one last).
+    pub(crate) fn all() -> Vec<RowBuild> {
+        let mut builds = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx512() && is_x86_feature_detected!("avx512bw") {
+                builds.push(RowBuild(Isa::Avx512));
+            }
+            if !masked("avx2")
+                && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+            {
+                builds.push(RowBuild(Isa::Avx2));
+            }
+        }
+        builds.push(RowBuild(Isa::Portable));
+        builds
+    }
+
+    /// Its instructions.
+    pub(crate) fn isa(self) -> Isa {
+        self.0
+    }
+
+    /// Whether it fuses multiply-adds.
+    #[cfg(test)]
+    pub(crate) fn fused(self) -> bool {
+        self.0 != Isa::Portable
+    }
+}
+
 /// How far past the bytes a row loop is reading it asks for them to be
 /// brought into L2 (see [`prefetch_ahead`]).
 const PREFETCH_AHEAD: usize = 64 << 10;

@@ -1,7 +1,9 @@
 //! Search kernels: every kernel this CPU has gives byte-identical answers
 //! (the shortlist is re-scored exactly), `--json` and `-v` say which one
 //! ran and why, and `EMBSCOPE_KERNEL` / `EMBSCOPE_CPU_MASK` values that
-//! cannot be honoured are errors naming the kernels available.
+//! cannot be honoured are errors naming the kernels available. And the
+//! row loops of `undertrained` and `check` give the same answers on
+//! AVX-512 and on AVX2.
 
 use serde_json::Value;
 
@@ -239,4 +241,20 @@ fn a_kernel_whose_layout_does_not_fit_names_the_one_that_ran() {
         v["kernel"]["reason"],
         "forced by EMBSCOPE_KERNEL; avx512vnni does not fit 70000 columns, so avx512bf16 runs"
     );
+}
+
+#[test]
+fn undertrained_and_check_answer_alike_on_avx512_and_avx2() {
+    // With AVX-512 hidden, the AVX2 build of the row loops runs (on a CPU
+    // without AVX-512, the same build twice). Both fuse multiply-adds, so
+    // the sums, and so every score, are the same to the bit. (The portable
+    // build ran on AVX2 until 2026-11-26: the `untrained` fixture's scores
+    // differed in their last digits.)
+    for model in ["untrained", "llama-sharded", "qwen-f16-tied"] {
+        for command in ["undertrained", "check"] {
+            let args = [command, &fixture(model)];
+            let avx2 = json_with(&[("EMBSCOPE_CPU_MASK", "avx512")], &args);
+            assert_eq!(json_with(&[], &args), avx2, "{command} {model}");
+        }
+    }
 }

@@ -11,7 +11,8 @@
 //! NaN or an infinity shows in it, and so does a zero row, so only rows
 //! whose sum is 0, NaN or infinite are looked at value by value. The loops
 //! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
-//! widest the CPU has is chosen at run time. With the dot product, rows
+//! widest the CPU has is chosen at run time (`cpu::RowBuild`, as for
+//! `undertrained`'s passes). With the dot product, rows
 //! are summed 8 at a time and BF16 and F32 rows ask for their bytes
 //! further on as they are read (see `kernel::dots_each`). Sums are made by
 //! `undertrained`'s row kernel (`kernel::dots`), in f32 in 32 lanes, value
@@ -20,6 +21,7 @@
 //! f32 overflows or underflows.
 
 use crate::cmd::undertrained::kernel::{Bf16, L as LANES, Row, dots, dots_each};
+use crate::cpu::{Isa, RowBuild};
 use crate::dtype::Dtype;
 use crate::matrix::convert;
 
@@ -58,19 +60,15 @@ pub(crate) fn summarize(
     scratch: &mut Vec<f32>,
     out: &mut Vec<RowSummary>,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::cpu::has_avx512() && is_x86_feature_detected!("avx512bw") {
-            // SAFETY: the CPU has the features the function is compiled for
-            // (checked just above).
-            return unsafe { summarize_avx512(dtype, cols, raw, dotted, scratch, out) };
-        }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            // SAFETY: as above.
-            return unsafe { summarize_avx2(dtype, cols, raw, dotted, scratch, out) };
-        }
+    match RowBuild::detect().isa() {
+        // SAFETY: a `RowBuild` runs only on a CPU with its instructions.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { summarize_avx512(dtype, cols, raw, dotted, scratch, out) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { summarize_avx2(dtype, cols, raw, dotted, scratch, out) },
+        _ => summarize_with::<false>(dtype, cols, raw, dotted, scratch, out),
     }
-    summarize_with::<false>(dtype, cols, raw, dotted, scratch, out);
 }
 
 #[cfg(target_arch = "x86_64")]

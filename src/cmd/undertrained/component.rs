@@ -36,7 +36,7 @@ use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
 use super::kernel::{Bf16, Row, axpy, dots, prefetch};
-use crate::cpu::has_avx512;
+use crate::cpu::{Isa, RowBuild};
 
 /// Rows sampled (in evenly spaced runs) for the component.
 pub(crate) const SAMPLE_ROWS: usize = 4096;
@@ -148,10 +148,20 @@ fn chunk_body<const FMA: bool>(m: &Matrix, ids: &[usize], sum: Sum, acc: &mut Ac
 /// [`chunk_body`] compiled for AVX-512, with fused multiply-adds.
 ///
 /// # Safety
-/// The CPU must have AVX-512F (which implies FMA).
+/// The CPU must have AVX-512F and BW, and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
+#[target_feature(enable = "avx512f,avx512bw,fma")]
 unsafe fn chunk_avx512(m: &Matrix, ids: &[usize], sum: Sum, acc: &mut Acc) {
+    chunk_body::<true>(m, ids, sum, acc);
+}
+
+/// [`chunk_body`] compiled for AVX2, with fused multiply-adds.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn chunk_avx2(m: &Matrix, ids: &[usize], sum: Sum, acc: &mut Acc) {
     chunk_body::<true>(m, ids, sum, acc);
 }
 
@@ -168,7 +178,7 @@ struct Swept {
 }
 
 /// The sums `sum` asks for over the rows `ids` of `m`.
-fn sweep(wide: bool, m: &Matrix, ids: &[usize], sum: Sum) -> Swept {
+fn sweep(build: RowBuild, m: &Matrix, ids: &[usize], sum: Sum) -> Swept {
     let cols = m.cols();
     let along_cols = match sum {
         Sum::Finite(Some(_)) => cols,
@@ -187,14 +197,16 @@ fn sweep(wide: bool, m: &Matrix, ids: &[usize], sum: Sum) -> Swept {
                 buf: Vec::new(),
             },
             |mut acc, chunk| {
-                #[cfg(target_arch = "x86_64")]
-                if wide {
-                    // SAFETY: `wide` is only true when the CPU has AVX-512F.
-                    unsafe { chunk_avx512(m, chunk, sum, &mut acc) };
-                    return acc;
+                match build.isa() {
+                    // SAFETY: a `RowBuild` runs only on a CPU with its
+                    // instructions.
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx512 => unsafe { chunk_avx512(m, chunk, sum, &mut acc) },
+                    // SAFETY: as above.
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx2 => unsafe { chunk_avx2(m, chunk, sum, &mut acc) },
+                    _ => chunk_body::<false>(m, chunk, sum, &mut acc),
                 }
-                let _ = wide;
-                chunk_body::<false>(m, chunk, sum, &mut acc);
                 acc
             },
         )
@@ -250,7 +262,7 @@ fn sample_ids(rows: usize, sample: usize) -> Vec<usize> {
 /// power iteration over about `sample` rows (see [`sample_ids`]).
 pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
     let (rows, cols) = (m.rows(), m.cols());
-    let wide = has_avx512();
+    let build = RowBuild::detect();
     let sampled = sample_ids(rows, sample);
     let mut axis = vec![0.0; cols];
     axis[0] = 1.0;
@@ -265,7 +277,7 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
         along,
         finite: ids,
         squares,
-    } = sweep(wide, m, &sampled, Sum::Finite(Some(&v32)));
+    } = sweep(build, m, &sampled, Sum::Finite(Some(&v32)));
     // Over the finite rows, in the chunks an iteration makes: only when
     // every sampled row is finite (else the first iteration sweeps again).
     let mut first = along.filter(|_| ids.len() == sampled.len());
@@ -289,7 +301,7 @@ pub(crate) fn sampled(m: &Matrix, sample: usize) -> Component {
             Some(mtmv) => mtmv,
             None => {
                 let v32: Aligned<f32> = v.iter().map(|&x| x as f32).collect();
-                sweep(wide, m, &ids, Sum::Along(&v32)).sum
+                sweep(build, m, &ids, Sum::Along(&v32)).sum
             }
         };
         let mv = dot(&mean, &v);
@@ -449,13 +461,13 @@ mod tests {
         let f32s = f32_matrix(&values, rows, cols);
         for (dtype, bytes) in [(Dtype::BF16, &bf16), (Dtype::F32, &f32s)] {
             let m = Matrix::new("t", bytes, dtype, &[rows, cols]).unwrap();
-            for wide in [false, has_avx512()] {
-                let first = sweep(wide, &m, &ids, Sum::Finite(Some(&v)));
-                let own = sweep(wide, &m, &ids, Sum::Along(&v));
+            for build in RowBuild::all() {
+                let first = sweep(build, &m, &ids, Sum::Finite(Some(&v)));
+                let own = sweep(build, &m, &ids, Sum::Along(&v));
                 let bits = |x: &[f64]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
                 assert_eq!(first.finite.len(), rows, "{dtype}");
                 assert_eq!(bits(&first.along.unwrap()), bits(&own.sum), "{dtype}");
-                let plain = sweep(wide, &m, &ids, Sum::Finite(None));
+                let plain = sweep(build, &m, &ids, Sum::Finite(None));
                 assert_eq!(bits(&first.sum), bits(&plain.sum), "{dtype}");
                 assert_eq!(first.squares.to_bits(), plain.squares.to_bits());
             }

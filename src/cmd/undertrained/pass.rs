@@ -9,8 +9,9 @@
 //!
 //! BF16 rows are read in place (see `kernel`), other dtypes converted to
 //! f32 a block at a time. Nothing the size of the matrix is allocated
-//! beyond three f32 per row. The block work is compiled twice: for AVX-512
-//! with fused multiply-adds (chosen at run time) and portable.
+//! beyond three f32 per row. The block work is compiled for AVX-512 and for
+//! AVX2, both with fused multiply-adds and the same sums bit for bit, and
+//! portable; the widest the CPU has runs (see `cpu::RowBuild`).
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -24,7 +25,7 @@ use crate::progress::Progress;
 use crate::search::{self, F32Column};
 
 use super::kernel::{Bf16, dots_each};
-use crate::cpu::has_avx512;
+use crate::cpu::{Isa, RowBuild};
 
 /// Per-row sums from the pass over a matrix.
 #[derive(Debug, Default)]
@@ -113,23 +114,34 @@ fn rows<const FMA: bool, const N: usize>(
 /// [`block_body`] compiled for AVX-512, with fused multiply-adds.
 ///
 /// # Safety
-/// The CPU must have AVX-512F (which implies FMA).
+/// The CPU must have AVX-512F and BW, and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
+#[target_feature(enable = "avx512f,avx512bw,fma")]
 unsafe fn block_avx512(b: Rows, out: &mut Vec<[f32; 3]>) {
     block_body::<true>(b, out)
 }
 
-/// [`block_body`] on the widest instructions the CPU has: AVX-512 when
-/// `wide`, else the portable build.
-fn block(wide: bool, b: Rows, out: &mut Vec<[f32; 3]>) {
-    #[cfg(target_arch = "x86_64")]
-    if wide {
-        // SAFETY: `wide` is only true when the CPU has AVX-512F (see `has_avx512`).
-        return unsafe { block_avx512(b, out) };
+/// [`block_body`] compiled for AVX2, with fused multiply-adds.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn block_avx2(b: Rows, out: &mut Vec<[f32; 3]>) {
+    block_body::<true>(b, out)
+}
+
+/// [`block_body`] in the `build` given.
+fn block(build: RowBuild, b: Rows, out: &mut Vec<[f32; 3]>) {
+    match build.isa() {
+        // SAFETY: a `RowBuild` runs only on a CPU with its instructions.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { block_avx512(b, out) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { block_avx2(b, out) },
+        _ => block_body::<false>(b, out),
     }
-    let _ = wide;
-    block_body::<false>(b, out)
 }
 
 /// Reads `m` once for per-row sums against the `reference` mean and the
@@ -140,7 +152,7 @@ pub(crate) fn sums(
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
-    sums_with(has_avx512(), m, reference, pc, progress)
+    sums_with(RowBuild::detect(), m, reference, pc, progress)
 }
 
 /// Every row of `m`, in pieces of a few MiB that [`catch_up`] shares
@@ -156,12 +168,20 @@ pub(crate) fn all_rows(m: &Matrix) -> Vec<Range<usize>> {
 /// Fills in `dot_ref` of the `pending` rows of `rows` against `mean`,
 /// reading only those rows again.
 pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
-    let wide = has_avx512();
+    let build = RowBuild::detect();
     let done: Vec<(usize, Vec<[f32; 3]>)> = std::mem::take(&mut rows.pending)
         .into_par_iter()
         .map(|range| {
             let (first, mut sums) = (range.start, Vec::new());
-            visit(wide, m, &mut Vec::new(), range, Some(mean), None, &mut sums);
+            visit(
+                build,
+                m,
+                &mut Vec::new(),
+                range,
+                Some(mean),
+                None,
+                &mut sums,
+            );
             (first, sums)
         })
         .collect();
@@ -176,7 +196,7 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
 /// other dtypes than BF16, which are read in place): its per-row sums,
 /// appended to `out`.
 fn visit(
-    wide: bool,
+    build: RowBuild,
     m: &Matrix,
     buf: &mut Vec<f32>,
     rows: Range<usize>,
@@ -192,7 +212,7 @@ fn visit(
     }
     let (raw, cols) = (bf16.then_some(raw), m.cols());
     block(
-        wide,
+        build,
         Rows {
             buf,
             raw,
@@ -204,9 +224,9 @@ fn visit(
     )
 }
 
-/// [`sums`] on the AVX-512 build or not, so tests can compare the two.
+/// [`sums`] in the `build` given, so tests can compare them.
 fn sums_with(
-    wide: bool,
+    build: RowBuild,
     m: &Matrix,
     reference: &Mean,
     pc: Option<&[f32]>,
@@ -227,7 +247,7 @@ fn sums_with(
                 Some(mean) => mean.as_deref(),
             };
             run.block.clear();
-            visit(wide, m, &mut run.buf, rows, mean, pc, &mut run.block);
+            visit(build, m, &mut run.buf, rows, mean, pc, &mut run.block);
             for (i, sums) in run.block.iter().enumerate() {
                 for (column, &x) in columns.iter().zip(sums) {
                     column.set(first + i, x);
@@ -295,7 +315,7 @@ mod tests {
     }
 
     #[test]
-    fn wide_and_portable_builds_agree() {
+    fn every_build_agrees_and_the_fused_ones_to_the_bit() {
         // 70 rows of 100 BF16 values (several blocks of the scan would be
         // needed for more; one block exercises both builds fully).
         let (rows, cols) = (70, 100);
@@ -310,20 +330,30 @@ mod tests {
         let reference: Vec<f32> = (0..cols).map(|j| j as f32 / 100.0).collect();
         let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
         let reference = OnceLock::from(Some(Aligned::copy_of(&reference)));
-        let portable = sums_with(false, &m, &reference, Some(&v), &Progress::hidden());
+        let builds = RowBuild::all();
+        let run = |b: RowBuild| sums_with(b, &m, &reference, Some(&v), &Progress::hidden());
+        let portable = run(*builds.last().unwrap());
         let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
         assert!((portable.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
-        if !has_avx512() {
-            return;
-        }
-        let wide = sums_with(true, &m, &reference, Some(&v), &Progress::hidden());
         let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * a.abs().max(1.0);
-        for (x, y) in [
-            (&portable.sq, &wide.sq),
-            (&portable.dot_ref, &wide.dot_ref),
-            (&portable.dot_pc, &wide.dot_pc),
-        ] {
-            assert!(x.iter().zip(y).all(|(a, b)| close(*a, *b)));
+        let bits = |s: &RowSums| {
+            [&s.sq, &s.dot_ref, &s.dot_pc]
+                .map(|x| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>())
+        };
+        let fused: Vec<RowSums> = builds
+            .iter()
+            .filter(|b| b.fused())
+            .map(|&b| run(b))
+            .collect();
+        for s in &fused {
+            for (x, y) in [
+                (&portable.sq, &s.sq),
+                (&portable.dot_ref, &s.dot_ref),
+                (&portable.dot_pc, &s.dot_pc),
+            ] {
+                assert!(x.iter().zip(y).all(|(a, b)| close(*a, *b)));
+            }
+            assert_eq!(bits(s), bits(&fused[0]));
         }
     }
 
