@@ -52,12 +52,19 @@ pub(crate) fn has_avx512() -> bool {
 /// `cmd::undertrained::kernel`) that runs on this CPU: AVX-512, AVX2 or
 /// portable. The AVX-512 and AVX2 builds both fuse multiply-adds, and the
 /// loops fix the order of every addition, so these two give the same sums
-/// bit for bit; the portable build does not fuse them (without the
-/// instruction, `mul_add` is a slow library call), so its sums may differ
-/// in the last bits. Made only by [`RowBuild::detect`] and
+/// bit for bit; the portable build fuses them only where the target always
+/// can ([`PORTABLE_FUSES`]), and its sums may otherwise differ in the last
+/// bits. Made only by [`RowBuild::detect`] and
 /// [`RowBuild::all`], so a build runs only where its instructions are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RowBuild(Isa);
+
+/// Whether the portable build of the row loops fuses multiply-adds: where
+/// the target always has the instruction (AArch64's base floating point
+/// does; an x86-64 build for CPUs with FMA does), so `mul_add` is one
+/// instruction, not a slow library call. Its sums are then those of the
+/// AVX-512 and AVX2 builds, bit for bit.
+pub(crate) const PORTABLE_FUSES: bool = cfg!(any(target_arch = "aarch64", target_feature = "fma"));
 
 /// The instructions of a [`RowBuild`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +111,7 @@ impl RowBuild {
     /// Whether it fuses multiply-adds.
     #[cfg(test)]
     pub(crate) fn fused(self) -> bool {
-        self.0 != Isa::Portable
+        self.0 != Isa::Portable || PORTABLE_FUSES
     }
 }
 

@@ -21,7 +21,7 @@
 //! f32 overflows or underflows.
 
 use crate::cmd::undertrained::kernel::{Bf16, L as LANES, Row, dots, dots_each};
-use crate::cpu::{Isa, RowBuild};
+use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
 use crate::dtype::Dtype;
 use crate::matrix::convert;
 
@@ -67,7 +67,7 @@ pub(crate) fn summarize(
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { summarize_avx2(dtype, cols, raw, dotted, scratch, out) },
-        _ => summarize_with::<false>(dtype, cols, raw, dotted, scratch, out),
+        _ => summarize_with::<PORTABLE_FUSES>(dtype, cols, raw, dotted, scratch, out),
     }
 }
 

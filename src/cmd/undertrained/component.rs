@@ -36,7 +36,7 @@ use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
 use super::kernel::{Bf16, Row, axpy, dots, prefetch};
-use crate::cpu::{Isa, RowBuild};
+use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
 
 /// Rows sampled (in evenly spaced runs) for the component.
 pub(crate) const SAMPLE_ROWS: usize = 4096;
@@ -205,7 +205,7 @@ fn sweep(build: RowBuild, m: &Matrix, ids: &[usize], sum: Sum) -> Swept {
                     // SAFETY: as above.
                     #[cfg(target_arch = "x86_64")]
                     Isa::Avx2 => unsafe { chunk_avx2(m, chunk, sum, &mut acc) },
-                    _ => chunk_body::<false>(m, chunk, sum, &mut acc),
+                    _ => chunk_body::<PORTABLE_FUSES>(m, chunk, sum, &mut acc),
                 }
                 acc
             },

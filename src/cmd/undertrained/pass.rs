@@ -25,7 +25,7 @@ use crate::progress::Progress;
 use crate::search::{self, F32Column};
 
 use super::kernel::{Bf16, dots_each};
-use crate::cpu::{Isa, RowBuild};
+use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
 
 /// Per-row sums from the pass over a matrix.
 #[derive(Debug, Default)]
@@ -140,7 +140,7 @@ fn block(build: RowBuild, b: Rows, out: &mut Vec<[f32; 3]>) {
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { block_avx2(b, out) },
-        _ => block_body::<false>(b, out),
+        _ => block_body::<PORTABLE_FUSES>(b, out),
     }
 }
 
