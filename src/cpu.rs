@@ -79,9 +79,10 @@ pub(crate) enum Isa {
 
 impl RowBuild {
     /// The widest build this CPU runs (less what `EMBSCOPE_CPU_MASK`
-    /// hides).
+    /// hides), found once per process.
     pub(crate) fn detect() -> RowBuild {
-        RowBuild::all()[0]
+        static WIDEST: OnceLock<RowBuild> = OnceLock::new();
+        *WIDEST.get_or_init(|| RowBuild::all()[0])
     }
 
     /// Every build this CPU runs, widest first (the portable one last).

@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn every_build_agrees_and_the_fused_ones_to_the_bit() {
         // 70 rows of 100 BF16 values (several blocks of the scan would be
-        // needed for more; one block exercises both builds fully).
+        // needed for more; one block exercises every build fully).
         let (rows, cols) = (70, 100);
         let values: Vec<f32> = (0..rows * cols)
             .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 256.0)
