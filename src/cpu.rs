@@ -68,6 +68,7 @@ pub(crate) const PORTABLE_FUSES: bool = cfg!(any(target_arch = "aarch64", target
 
 /// The instructions of a [`RowBuild`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) enum Isa {
     /// AVX-512F and BW, with FMA.
     Avx512,
