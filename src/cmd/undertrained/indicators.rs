@@ -4,6 +4,7 @@
 //! read from the few reference rows directly.
 
 use crate::aligned::Aligned;
+use crate::cpu::{Isa, RowBuild};
 use crate::matrix::Matrix;
 
 use super::pass::RowSums;
@@ -34,15 +35,19 @@ pub(super) fn mean_of(m: &Matrix, ids: &[u32]) -> Option<Aligned<f32>> {
 }
 
 /// Adds `row` to `sum` when all its values are finite; says whether it
-/// did. On the widest instructions the CPU has (AVX-512 or the portable
-/// build): the reference rows of a large vocabulary are a few MB.
+/// did. In the build of the row loops the CPU runs (see
+/// [`RowBuild`]; the sums are the same in every build): the reference rows
+/// of a large vocabulary are a few MB.
 fn add_finite(sum: &mut [f64], row: &[f32]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx512() {
-        // SAFETY: the CPU has AVX-512F (see `has_avx512`).
-        return unsafe { add_finite_avx512(sum, row) };
+    match RowBuild::detect().isa() {
+        // SAFETY: a `RowBuild` runs only on a CPU with its instructions.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { add_finite_avx512(sum, row) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { add_finite_avx2(sum, row) },
+        _ => add_finite_body(sum, row),
     }
-    add_finite_body(sum, row)
 }
 
 /// [`add_finite_body`] compiled for AVX-512.
@@ -52,6 +57,16 @@ fn add_finite(sum: &mut [f64], row: &[f32]) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn add_finite_avx512(sum: &mut [f64], row: &[f32]) -> bool {
+    add_finite_body(sum, row)
+}
+
+/// [`add_finite_body`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_finite_avx2(sum: &mut [f64], row: &[f32]) -> bool {
     add_finite_body(sum, row)
 }
 
