@@ -17,6 +17,17 @@ pub(crate) fn masked(feature: &str) -> bool {
         .is_ok_and(|m| m.iter().any(|f| f == feature))
 }
 
+/// `Ok` unless `EMBSCOPE_CPU_MASK` names a feature it cannot hide: then
+/// the error for the user (the commands whose arithmetic it changes,
+/// `neighbors`, `check` and `undertrained`, stop on it rather than run
+/// unmasked).
+pub(crate) fn mask_ok() -> crate::Result<()> {
+    match mask() {
+        Ok(_) => Ok(()),
+        Err(e) => Err(crate::Error::BadInput(e.clone())),
+    }
+}
+
 /// `EMBSCOPE_CPU_MASK`, parsed once per process.
 pub(crate) fn mask() -> &'static Result<Vec<String>, String> {
     static MASK: OnceLock<Result<Vec<String>, String>> = OnceLock::new();

@@ -258,3 +258,19 @@ fn undertrained_and_check_answer_alike_on_avx512_and_avx2() {
         }
     }
 }
+
+#[test]
+fn a_mask_check_and_undertrained_cannot_honour_is_an_error() {
+    // They ran unmasked, silently, until 2026-11-26.
+    for command in ["check", "undertrained"] {
+        let err = error_with(
+            &[("EMBSCOPE_CPU_MASK", "avx512f")],
+            &[command, &fixture("llama-sharded")],
+        );
+        assert_eq!(
+            err,
+            "embscope: EMBSCOPE_CPU_MASK=avx512f: `avx512f` is not a feature it can hide (features: avx2, avx512, avx512bf16, amx, avx512vnni)",
+            "{command}"
+        );
+    }
+}

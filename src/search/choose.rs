@@ -104,9 +104,7 @@ fn forced(available: &[Kernel], what: &str) -> Result<Option<Kernel>> {
 /// Every kernel this CPU runs for `m`, after `EMBSCOPE_CPU_MASK`; an error
 /// if the mask names an unknown feature.
 pub(super) fn available(m: &Matrix) -> Result<Vec<Kernel>> {
-    crate::cpu::mask()
-        .as_ref()
-        .map_err(|e| Error::BadInput(e.clone()))?;
+    crate::cpu::mask_ok()?;
     Ok(Kernel::available(m.dtype()))
 }
 

@@ -209,6 +209,7 @@ impl<'a> Check<'a> {
     /// Computes the header-only findings. Fails on a malformed special-token
     /// file (read here when there is no tokenizer.json to have read it).
     pub fn start(ckpt: &'a Checkpoint, roles: &'a Roles, vocab: Option<&'a Vocab>) -> Result<Self> {
+        crate::cpu::mask_ok()?;
         let s = Subject {
             ckpt,
             roles,

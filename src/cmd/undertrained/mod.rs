@@ -215,6 +215,7 @@ pub fn run_loading<E: From<Error> + Send>(
     let load = |preview: &mut dyn FnMut(&Preview)| -> std::result::Result<Held, E> {
         Ok(load(preview)?.map(Box::new))
     };
+    crate::cpu::mask_ok()?;
     let clock = Clock::start();
     let embed_t = match req.matrix {
         Some(Which::Head) => None,
