@@ -360,3 +360,15 @@ fn verbose_names_each_stage_with_its_time() {
         .expect("runs");
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("stage:"));
 }
+
+#[test]
+fn any_top_lists_every_scored_row() {
+    // A `--top` past the rows lists them all (it once sized a buffer).
+    let v = json(&[
+        "undertrained",
+        &fixture("untrained"),
+        "--top",
+        "100000000000",
+    ]);
+    assert_eq!(v["candidates"].as_array().expect("candidates").len(), 345);
+}

@@ -375,8 +375,10 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
 /// [`STRONG`], in one pass: a heap keeps the best `top` so far, its worst
 /// on top, which most rows do not pass.
 fn best_rows(scores: &[f64], top: usize) -> (Vec<u32>, usize, Vec<u32>) {
+    // `--top` may be any number: no more rows than there are.
+    let top = top.min(scores.len());
     // Greater is worse: a lower score, then a higher id.
-    let mut best: BinaryHeap<(Reverse<u64>, u32)> = BinaryHeap::with_capacity(top + 1);
+    let mut best: BinaryHeap<(Reverse<u64>, u32)> = BinaryHeap::with_capacity(top);
     let (mut scored, mut strong) = (0, Vec::new());
     for (id, &s) in (0u32..).zip(scores) {
         if s >= STRONG {
@@ -482,7 +484,7 @@ mod tests {
             .filter(|&i| scores[i as usize].is_finite())
             .collect();
         sorted.sort_by(best_first(&scores));
-        for top in [0, 1, 5, 43, 297, 1000] {
+        for top in [0, 1, 5, 43, 297, 1000, usize::MAX] {
             let (order, scored, strong) = best_rows(&scores, top);
             assert_eq!(order, sorted[..top.min(297)], "top {top}");
             assert_eq!(scored, 297);
