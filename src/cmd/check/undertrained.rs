@@ -8,10 +8,9 @@
 
 use serde_json::json;
 
-use crate::aligned::Aligned;
-
 use super::pass::{self, Scanned, Sums};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
+use crate::aligned::Aligned;
 use crate::cmd::undertrained::{self, STRONG};
 use crate::matrix::Matrix;
 use crate::vocab::Vocab;

@@ -27,7 +27,6 @@
 //! streamed once (`passes` counts these); the sample and the catch-up add
 //! a fraction of a read each.
 
-use crate::aligned::Aligned;
 use std::sync::{Mutex, OnceLock};
 use std::thread::Scope;
 use std::time::{Duration, Instant};
@@ -37,6 +36,7 @@ use super::indicators::{Indicators, cosines, distances, mean_of, norms};
 use super::reach;
 use super::reference::{self, Reference, ReferenceSpec};
 use super::{Request, pass};
+use crate::aligned::Aligned;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::vocab::{Preview, Vocab};
