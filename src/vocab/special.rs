@@ -272,7 +272,10 @@ fn added_tokens_decoder(
         let id = python_uint(key).ok_or_else(|| {
             Error::bad_file(
                 path,
-                format!("`added_tokens_decoder` key {key:?} is not a token id"),
+                format!(
+                    "`added_tokens_decoder` key {key:?} is not a token id (expected a whole number from 0 to {})",
+                    u32::MAX
+                ),
             )
         })?;
         let entry = format!("added_tokens_decoder[{key}]");

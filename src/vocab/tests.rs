@@ -384,7 +384,7 @@ fn malformed_files_name_the_file() {
         (
             "tokenizer_config.json",
             r#"{"added_tokens_decoder": {"abc": {"content": "x"}}}"#,
-            "key \"abc\" is not a token id",
+            "key \"abc\" is not a token id (expected a whole number from 0 to 4294967295)",
         ),
         (
             "tokenizer_config.json",
