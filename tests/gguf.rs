@@ -374,6 +374,47 @@ fn check_on_gguf() {
 }
 
 #[test]
+fn a_gguf_without_vocabulary_says_so_where_a_vocabulary_is_needed() {
+    let rel = "gguf/llama-q8_0-no-vocab.gguf";
+    let f = fixture(rel);
+    let missing = format!("no vocabulary in the GGUF metadata of `{f}`");
+    for (args, what, instead) in [
+        (
+            &["neighbors", &f, "king"][..],
+            "query `king`",
+            "query rows as #ID",
+        ),
+        (&["lookup", &f, "--token", "king"], "--token", "use --id"),
+        (&["lookup", &f, "--text", "king"], "--text", "use --id"),
+    ] {
+        let err = fails(
+            args,
+            &format!("{what} needs a tokenizer, and there is {missing}; {instead}"),
+        );
+        assert!(!err.contains("tokenizer.json"), "{err}");
+    }
+    // Rows by id need none: the result is unnamed.
+    let v = json(&["neighbors", &f, "#5", "-k", "1"]);
+    assert_eq!(v["queries"][0]["results"][0]["token"], Value::Null);
+    let v = json(&["check", &f]);
+    let finding = &v["findings"][0];
+    assert_eq!(finding["code"], "no-tokenizer");
+    assert_eq!(
+        finding["message"],
+        "no vocabulary read from the GGUF metadata: checks against the tokenizer are skipped"
+    );
+    let v = json(&["undertrained", &f]);
+    assert_eq!(v["reference"]["rows"], 0);
+    assert_eq!(v["indicators"], serde_json::json!(["embed_norm"]));
+    assert_eq!(
+        v["notes"][0],
+        format!(
+            "{missing}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference"
+        )
+    );
+}
+
+#[test]
 fn every_broken_file_is_one_line_exit_2_for_every_command() {
     let mut on_disk: Vec<String> = std::fs::read_dir(fixture("gguf/broken"))
         .unwrap()

@@ -205,6 +205,21 @@ impl Checkpoint {
         self.gguf_metadata.as_ref()
     }
 
+    /// Where a vocabulary was looked for and not found, for messages:
+    /// "no tokenizer.json in `DIR`", or for a GGUF file "no vocabulary in
+    /// the GGUF metadata of `FILE`".
+    pub fn no_vocab(&self) -> String {
+        match self.format {
+            WeightFormat::Safetensors => {
+                format!("no tokenizer.json in `{}`", self.sources.dir.display())
+            }
+            WeightFormat::Gguf => format!(
+                "no vocabulary in the GGUF metadata of `{}`",
+                self.shards[0].path.display()
+            ),
+        }
+    }
+
     /// The tensor called `name`.
     pub fn tensor(&self, name: &str) -> Option<&TensorEntry> {
         self.tensors.get(name)

@@ -100,8 +100,8 @@ pub fn need_vocab<'v>(
 ) -> Result<&'v Vocab> {
     vocab.ok_or_else(|| {
         Error::BadInput(format!(
-            "{what} needs a tokenizer, and there is no tokenizer.json in `{}`; {instead}",
-            ckpt.sources.dir.display()
+            "{what} needs a tokenizer, and there is {}; {instead}",
+            ckpt.no_vocab()
         ))
     })
 }

@@ -268,7 +268,7 @@ pub fn run_loading<E: From<Error> + Send>(
     let vocab = held.get().and_then(|v| v.as_deref());
     if reference.ids.is_empty() {
         notes.push(match (&req.reference, vocab) {
-            (ReferenceSpec::Auto, None) => "no tokenizer.json, so no reference rows: scores use the row norms only; give known-untrained ids with --reference".to_string(),
+            (ReferenceSpec::Auto, None) => format!("{}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference", ckpt.no_vocab()),
             _ => "no reference rows (no reserved placeholder entries, and a token reaches every row): scores use the row norms only; give known-untrained ids with --reference".to_string(),
         });
     }
