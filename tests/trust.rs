@@ -312,3 +312,89 @@ fn check_evidence_says_what_the_json_lists() {
         }
     }
 }
+
+#[test]
+fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
+    // A BERT download from before tokenizer.json: vocab.txt only. (The
+    // file's contents are not read; a GPT-2 style pair is named too.)
+    let dir = fixture_copy("bert");
+    std::fs::remove_file(dir.path().join("tokenizer.json")).unwrap();
+    std::fs::write(dir.path().join("vocab.txt"), "[PAD]\n[UNK]\nking\n").unwrap();
+    let d = dir.path().to_str().unwrap();
+    let unread = format!(
+        "no tokenizer.json in `{d}`, only vocab.txt, which embscope does not read (in Python, `transformers.AutoTokenizer.from_pretrained({d:?}).save_pretrained({d:?})` writes a tokenizer.json from it)"
+    );
+    fails(
+        &["neighbors", d, "king"],
+        &format!("query `king` needs a tokenizer, and there is {unread}; query rows as #ID"),
+    );
+    fails(
+        &["lookup", d, "--token", "king"],
+        &format!("--token needs a tokenizer, and there is {unread}; use --id"),
+    );
+    let v = json(&["undertrained", d]);
+    assert_eq!(
+        v["notes"][0],
+        format!(
+            "{unread}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference"
+        )
+    );
+    let v = json(&["check", d]);
+    let f = &v["findings"][0];
+    assert_eq!(f["code"], "no-tokenizer");
+    assert_eq!(
+        f["message"],
+        "no tokenizer.json (the directory has vocab.txt, which embscope does not read): checks against the tokenizer are skipped"
+    );
+    assert_eq!(f["evidence"]["unread"], serde_json::json!(["vocab.txt"]));
+    let v = json(&["info", d]);
+    let kinds: Vec<(&str, &str)> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap(), f["kind"].as_str().unwrap()))
+        .filter(|(_, kind)| kind.starts_with("tokenizer"))
+        .collect();
+    let vocab_txt = dir.path().join("vocab.txt");
+    assert_eq!(
+        kinds,
+        [
+            (
+                &*dir
+                    .path()
+                    .join("tokenizer_config.json")
+                    .display()
+                    .to_string(),
+                "tokenizer config"
+            ),
+            (&*vocab_txt.display().to_string(), "tokenizer, not read"),
+        ]
+    );
+    assert_eq!(v["tokenizer"], Value::Null);
+    let out = text(&["info", d], 0);
+    assert!(
+        out.contains("tokenizer   no tokenizer.json (vocab.txt not read)"),
+        "{out}"
+    );
+
+    // Two of them: both named; with a tokenizer.json beside them, neither.
+    std::fs::write(dir.path().join("tokenizer.model"), b"\x0a\x00").unwrap();
+    let v = json(&["check", d]);
+    assert_eq!(
+        v["findings"][0]["evidence"]["unread"],
+        serde_json::json!(["tokenizer.model", "vocab.txt"])
+    );
+    let err = fails(
+        &["neighbors", d, "king"],
+        "only tokenizer.model and vocab.txt, which",
+    );
+    assert!(err.contains("writes a tokenizer.json from them"), "{err}");
+    std::fs::copy(
+        crate::common::fixtures().join("bert/tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    let v = json(&["info", d]);
+    assert!(!v.to_string().contains("not read"), "{v}");
+    assert_eq!(v["tokenizer"]["model"], "WordPiece");
+}

@@ -66,6 +66,26 @@ impl TensorEntry {
     }
 }
 
+/// Tokenizer files of formats older than tokenizer.json that a model
+/// directory may hold instead (see [`Checkpoint::unread_tokenizer_files`]).
+pub const UNREAD_TOKENIZER_FILES: &[&str] = &[
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+];
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// How the weights are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -206,18 +226,43 @@ impl Checkpoint {
     }
 
     /// Where a vocabulary was looked for and not found, for messages:
-    /// "no tokenizer.json in `DIR`", or for a GGUF file "no vocabulary in
-    /// the GGUF metadata of `FILE`".
+    /// "no tokenizer.json in `DIR`", naming the older tokenizer files the
+    /// directory has instead (see [`Checkpoint::unread_tokenizer_files`])
+    /// and how to make a tokenizer.json from them; or for a GGUF file "no
+    /// vocabulary in the GGUF metadata of `FILE`".
     pub fn no_vocab(&self) -> String {
+        let dir = self.sources.dir.display();
         match self.format {
-            WeightFormat::Safetensors => {
-                format!("no tokenizer.json in `{}`", self.sources.dir.display())
-            }
+            WeightFormat::Safetensors => match &self.unread_tokenizer_files()[..] {
+                [] => format!("no tokenizer.json in `{dir}`"),
+                unread => format!(
+                    "no tokenizer.json in `{dir}`, only {}, which embscope does not read (in Python, `transformers.AutoTokenizer.from_pretrained({py}).save_pretrained({py})` writes a tokenizer.json from {})",
+                    and_list(unread),
+                    if unread.len() == 1 { "it" } else { "them" },
+                    py = format!("{:?}", self.sources.dir.display().to_string()),
+                ),
+            },
             WeightFormat::Gguf => format!(
                 "no vocabulary in the GGUF metadata of `{}`",
                 self.shards[0].path.display()
             ),
         }
+    }
+
+    /// The tokenizer files of older formats beside safetensors weights
+    /// with no tokenizer.json (SentencePiece models, WordPiece `vocab.txt`,
+    /// GPT-2 style `vocab.json` and `merges.txt`): embscope reads
+    /// tokenizer.json only, and says which of these it left unread.
+    pub fn unread_tokenizer_files(&self) -> Vec<&'static str> {
+        let dir = &self.sources.dir;
+        if self.format != WeightFormat::Safetensors || dir.join("tokenizer.json").is_file() {
+            return Vec::new();
+        }
+        UNREAD_TOKENIZER_FILES
+            .iter()
+            .copied()
+            .filter(|name| dir.join(name).is_file())
+            .collect()
     }
 
     /// The tensor called `name`.

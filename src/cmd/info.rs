@@ -19,6 +19,10 @@ const SIDE_FILES: &[(&str, &str)] = &[
     ("special_tokens_map.json", "special tokens"),
 ];
 
+/// The kind of a tokenizer file of an older format, beside weights with
+/// no tokenizer.json (see `Checkpoint::unread_tokenizer_files`).
+pub const UNREAD: &str = "tokenizer, not read";
+
 /// The `info` report.
 #[derive(Debug, Serialize)]
 pub struct InfoReport {
@@ -49,7 +53,8 @@ pub struct InfoReport {
 pub struct FileEntry {
     /// Path as found.
     pub path: String,
-    /// `file` (the one weights file), `shard`, `index`, `config`, `tokenizer` ...
+    /// `file` (the one weights file), `shard`, `index`, `config`,
+    /// `tokenizer` ..., or [`UNREAD`] for an older tokenizer file.
     pub kind: String,
     /// Size on disk.
     pub bytes: u64,
@@ -92,6 +97,9 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
         if p.is_file() {
             files.push(file_entry(&p, kind));
         }
+    }
+    for name in ckpt.unread_tokenizer_files() {
+        files.push(file_entry(&ckpt.sources.dir.join(name), UNREAD));
     }
     let role = |c: &Option<Choice>| {
         c.as_ref().map(|c| RoleTensor {

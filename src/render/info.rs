@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::{Human, Style, bytes, count, field, file_name, plural, shape};
 use crate::checkpoint::WeightFormat;
-use crate::cmd::info::{InfoReport, RoleTensor};
+use crate::cmd::info::{InfoReport, RoleTensor, UNREAD};
 
 impl Human for InfoReport {
     fn human(&self, style: &Style) -> String {
@@ -103,7 +103,17 @@ impl Human for InfoReport {
                 None if self.format == WeightFormat::Gguf => {
                     style.dim("no vocabulary read from the GGUF metadata")
                 }
-                None => style.dim("no tokenizer.json"),
+                None => {
+                    let unread: Vec<String> = (self.files.iter())
+                        .filter(|f| f.kind == UNREAD)
+                        .map(|f| file_name(&f.path))
+                        .collect();
+                    style.dim(&if unread.is_empty() {
+                        "no tokenizer.json".to_string()
+                    } else {
+                        format!("no tokenizer.json ({} not read)", unread.join(", "))
+                    })
+                }
             },
         );
         out

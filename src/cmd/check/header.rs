@@ -48,16 +48,25 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
         ));
     }
     if s.vocab.is_none() {
+        let unread = s.ckpt.unread_tokenizer_files();
         out.push(Finding::new(
             Severity::Info,
             "no-tokenizer",
             if s.ckpt.format == WeightFormat::Gguf {
-                "no vocabulary read from the GGUF metadata: checks against the tokenizer are skipped"
+                "no vocabulary read from the GGUF metadata: checks against the tokenizer are skipped".into()
+            } else if unread.is_empty() {
+                "no tokenizer.json: checks against the tokenizer are skipped".into()
             } else {
-                "no tokenizer.json: checks against the tokenizer are skipped"
-            }
-            .into(),
-            json!({"dir": s.ckpt.sources.dir.display().to_string()}),
+                format!(
+                    "no tokenizer.json (the directory has {}, which embscope does not read): checks against the tokenizer are skipped",
+                    unread.join(", ")
+                )
+            },
+            if unread.is_empty() {
+                json!({"dir": s.ckpt.sources.dir.display().to_string()})
+            } else {
+                json!({"dir": s.ckpt.sources.dir.display().to_string(), "unread": unread})
+            },
         ));
     }
 }
