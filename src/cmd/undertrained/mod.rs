@@ -41,7 +41,7 @@ use rayon::prelude::*;
 
 use crate::Error;
 use crate::aligned::Aligned;
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, WeightFormat};
 use crate::matrix::Matrix;
 use crate::median;
 use crate::roles::{Roles, Which};
@@ -268,7 +268,15 @@ pub fn run_loading<E: From<Error> + Send>(
     let vocab = held.get().and_then(|v| v.as_deref());
     if reference.ids.is_empty() {
         notes.push(match (&req.reference, vocab) {
-            (ReferenceSpec::Auto, None) => format!("{}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference", ckpt.no_vocab()),
+            (ReferenceSpec::Auto, None) => {
+                // Where it looked, when there is more to say than the
+                // missing file (a GGUF file, older tokenizer files).
+                let why = match (ckpt.format, &ckpt.unread_tokenizer_files()[..]) {
+                    (WeightFormat::Safetensors, []) => "no tokenizer.json".to_string(),
+                    _ => ckpt.no_vocab(),
+                };
+                format!("{why}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference")
+            }
             _ => "no reference rows (no reserved placeholder entries, and a token reaches every row): scores use the row norms only; give known-untrained ids with --reference".to_string(),
         });
     }
