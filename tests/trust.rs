@@ -333,12 +333,11 @@ fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
         &format!("--token needs a tokenizer, and there is {unread}; use --id"),
     );
     let v = json(&["undertrained", d]);
-    assert_eq!(
-        v["notes"][0],
-        format!(
-            "{unread}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference"
-        )
-    );
+    let rest = "so no reference rows: scores use the row norms only; give known-untrained ids with --reference";
+    assert_eq!(v["notes"][0], format!("{unread}, {rest}"));
+    // With nothing else in the directory, the missing file is all it says.
+    let v = json(&["undertrained", &fixture("tied-head-stored")]);
+    assert_eq!(v["notes"][0], format!("no tokenizer.json, {rest}"));
     let v = json(&["check", d]);
     let f = &v["findings"][0];
     assert_eq!(f["code"], "no-tokenizer");
