@@ -68,7 +68,7 @@ impl TensorEntry {
 
 /// Tokenizer files of formats older than tokenizer.json that a model
 /// directory may hold instead (see [`Checkpoint::unread_tokenizer_files`]).
-pub const UNREAD_TOKENIZER_FILES: &[&str] = &[
+const UNREAD_TOKENIZER_FILES: &[&str] = &[
     "tokenizer.model",
     "spiece.model",
     "sentencepiece.bpe.model",

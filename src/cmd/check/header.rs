@@ -49,6 +49,10 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
     }
     if s.vocab.is_none() {
         let unread = s.ckpt.unread_tokenizer_files();
+        let mut evidence = json!({"dir": s.ckpt.sources.dir.display().to_string()});
+        if !unread.is_empty() {
+            evidence["unread"] = json!(unread);
+        }
         out.push(Finding::new(
             Severity::Info,
             "no-tokenizer",
@@ -62,11 +66,7 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
                     unread.join(", ")
                 )
             },
-            if unread.is_empty() {
-                json!({"dir": s.ckpt.sources.dir.display().to_string()})
-            } else {
-                json!({"dir": s.ckpt.sources.dir.display().to_string(), "unread": unread})
-            },
+            evidence,
         ));
     }
 }
