@@ -169,8 +169,11 @@ def main():
     # The binaries and the tokenizer too: a freshly linked binary's pages
     # sit in the cache in small pieces, and mapping them at each start took
     # 0.7 ms longer than for a copy of the same file (`info` on Llama 3).
+    files = sorted(set(shard.values())) + [embscope, bench]
     tokenizer = os.path.join(args.dir, "tokenizer.json")
-    for f in sorted(set(shard.values())) + [embscope, bench] + [tokenizer] * os.path.isfile(tokenizer):
+    if os.path.isfile(tokenizer):
+        files.append(tokenizer)
+    for f in files:
         refill_cache(f)
 
     base = dict(os.environ)
