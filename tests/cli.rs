@@ -15,6 +15,7 @@ mod info;
 mod kernels;
 mod lookup;
 mod neighbors;
+mod older_files;
 mod regenerate;
 mod safetensors_fuzz;
 mod size;

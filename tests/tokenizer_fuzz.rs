@@ -1,4 +1,6 @@
-//! Deterministic mutation fuzzing of the tokenizer.json loader: byte
+//! Deterministic mutation fuzzing of the tokenizer.json loader (and of the
+//! older files converted without one: vocab.txt, vocab.json, merges.txt,
+//! added_tokens.json): byte
 //! flips, truncations, JSON-significant bytes and UTF-8 fragments inserted
 //! or deleted, lines duplicated or deleted, numbers rewritten to huge or
 //! negative values, applied to fixture tokenizers of each kind (byte-level
@@ -36,15 +38,24 @@ use crate::common::fuzz::{
     Rng, binary_answers, catch, commands, env_or, keep, mutate_json, panic_report, scratch_copy,
 };
 
-/// A tokenizer.json to mutate, and the fixture whose weights it goes with.
+/// A tokenizer file to mutate, its name, and the fixture whose weights it
+/// goes with.
 struct Seed {
     name: String,
+    file: &'static str,
     model: usize,
     bytes: Vec<u8>,
 }
 
-/// The fixtures whose weights and config the mutants are put beside.
-const MODELS: [&str; 3] = ["qwen-f16-tied", "pieces-sentencepiece", "bert"];
+/// The fixtures whose weights and config the mutants are put beside: the
+/// last two have older tokenizer files instead of a tokenizer.json.
+const MODELS: [&str; 5] = [
+    "qwen-f16-tied",
+    "pieces-sentencepiece",
+    "bert",
+    "bert-vocab-txt",
+    "gpt2-vocab-merges",
+];
 
 /// The fixture tokenizers of each kind, as committed and as variants.
 fn corpus() -> Vec<Seed> {
@@ -56,10 +67,21 @@ fn corpus() -> Vec<Seed> {
     );
     let seed = |name: &str, model, bytes| Seed {
         name: name.to_string(),
+        file: "tokenizer.json",
         model,
         bytes,
     };
+    let older = |model: usize, file: &'static str| Seed {
+        name: file.to_string(),
+        file,
+        model,
+        bytes: std::fs::read(fixtures().join(MODELS[model]).join(file)).unwrap(),
+    };
     vec![
+        older(3, "vocab.txt"),
+        older(4, "vocab.json"),
+        older(4, "merges.txt"),
+        older(4, "added_tokens.json"),
         seed("byte-level", 0, byte_level.clone()),
         seed("byte-level compact", 0, compact(&byte_level)),
         seed("byte-level escaped", 0, escaped(&byte_level)),
@@ -196,11 +218,16 @@ fn exercise(v: &Vocab) {
     let _ = v.duplicates();
 }
 
-/// Writes `bytes` as the tokenizer.json of `dir` and loads it (keeping the
-/// merges' places when `keep_merges`), then queries the vocabulary.
-/// Returns whether it loaded.
-fn load(dir: &Path, bytes: &[u8], config: Option<&Value>, keep_merges: bool) -> bool {
-    std::fs::write(dir.join("tokenizer.json"), bytes).unwrap();
+/// Writes `bytes` as the tokenizer file `file` of `dir` and loads the
+/// vocabulary (keeping the merges' places when `keep_merges`), then
+/// queries it. Returns whether it loaded.
+fn load(
+    dir: &Path,
+    (file, bytes): (&str, &[u8]),
+    config: Option<&Value>,
+    keep_merges: bool,
+) -> bool {
+    std::fs::write(dir.join(file), bytes).unwrap();
     let loaded = match keep_merges {
         true => Vocab::load_keeping_merges(dir, config),
         false => Vocab::load(dir, config),
@@ -212,7 +239,7 @@ fn load(dir: &Path, bytes: &[u8], config: Option<&Value>, keep_merges: bool) -> 
             let _ = v.encode(" é\u{0}<s>", false);
             true
         }
-        Ok(None) => panic!("tokenizer.json not found"),
+        Ok(None) => panic!("{file} not found"),
         Err(_) => false,
     }
 }
@@ -252,18 +279,22 @@ fn run(seed: u64, done: impl Fn(u64) -> bool) -> Outcome {
         out.count += 1;
         let dir = dirs[s.model].path();
         let keep_merges = out.count.is_multiple_of(2);
-        let mut result = catch(|| load(dir, &bytes, Some(&configs[s.model]), keep_merges));
+        let file = (s.file, &bytes[..]);
+        let mut result = catch(|| load(dir, file, Some(&configs[s.model]), keep_merges));
         if out.count.is_multiple_of(16) && result.is_ok() {
             result = catch(|| commands(dir)).and(result);
         }
         match result {
             Ok(loaded) => out.loaded += u64::from(loaded),
             Err(msg) => {
-                let kept = keep("tokenizer", seed, out.count, &dir.join("tokenizer.json"));
+                let kept = keep("tokenizer", seed, out.count, &dir.join(s.file));
                 out.panic = Some(panic_report(seed, out.count, &s.name, &msg, &kept));
                 break;
             }
         }
+        // The older files are several: the next mutant of one meets the
+        // others as committed.
+        std::fs::write(dir.join(s.file), &s.bytes).unwrap();
     }
     out
 }
@@ -274,7 +305,7 @@ fn the_variants_load_as_their_originals() {
     let dirs: Vec<_> = MODELS.iter().map(|m| scratch_copy(m)).collect();
     for s in &corpus {
         let dir = dirs[s.model].path();
-        std::fs::write(dir.join("tokenizer.json"), &s.bytes).unwrap();
+        std::fs::write(dir.join(s.file), &s.bytes).unwrap();
         let v = Vocab::load(dir, None).unwrap().unwrap();
         assert!(v.size() > 30, "{}: {v:?}", s.name);
         exercise(&v);
@@ -318,13 +349,16 @@ const SIDE_FILES: [&str; 3] = [
 /// The fixtures whose side files are mutated: every side file with
 /// `added_tokens_decoder` and token objects (sharded Llama), a list eos
 /// disagreeing with config.json, added tokens at other ids,
-/// `additional_special_tokens`, and WordPiece's `cls`/`sep`/`mask`.
-const SIDE_MODELS: [&str; 5] = [
+/// `additional_special_tokens`, WordPiece's `cls`/`sep`/`mask`, and the
+/// two whose vocabulary is converted from older files with these settings.
+const SIDE_MODELS: [&str; 7] = [
     "llama-sharded",
     "defects/special-tokens-disagree",
     "defects/added-token-id-differs",
     "defects/special-token-missing",
     "bert",
+    "bert-vocab-txt",
+    "gpt2-vocab-merges",
 ];
 
 /// A scratch copy of a fixture and its side files as committed (`None`

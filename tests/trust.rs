@@ -315,14 +315,16 @@ fn check_evidence_says_what_the_json_lists() {
 
 #[test]
 fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
-    // A BERT download from before tokenizer.json: vocab.txt only. (The
-    // file's contents are not read; a GPT-2 style pair is named too.)
+    // A download with a GPT-2 style vocab.json but no merges.txt (and no
+    // tokenizer.json): embscope converts vocab.json with merges.txt only.
+    // (vocab.txt, or vocab.json with merges.txt, it reads: see
+    // tests/older_files.rs.)
     let dir = fixture_copy("bert");
     std::fs::remove_file(dir.path().join("tokenizer.json")).unwrap();
-    std::fs::write(dir.path().join("vocab.txt"), "[PAD]\n[UNK]\nking\n").unwrap();
+    std::fs::write(dir.path().join("vocab.json"), r#"{"king": 0}"#).unwrap();
     let d = dir.path().to_str().unwrap();
     let unread = format!(
-        "no tokenizer.json in `{d}`, only vocab.txt, which embscope does not read (in Python, `transformers.AutoTokenizer.from_pretrained({d:?}).save_pretrained({d:?})` writes a tokenizer.json from it)"
+        "no tokenizer.json in `{d}`, only vocab.json, which embscope does not read (in Python, `transformers.AutoTokenizer.from_pretrained({d:?}).save_pretrained({d:?})` writes a tokenizer.json from it)"
     );
     fails(
         &["neighbors", d, "king"],
@@ -343,9 +345,9 @@ fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
     assert_eq!(f["code"], "no-tokenizer");
     assert_eq!(
         f["message"],
-        "no tokenizer.json (the directory has vocab.txt, which embscope does not read): checks against the tokenizer are skipped"
+        "no tokenizer.json (the directory has vocab.json, which embscope does not read): checks against the tokenizer are skipped"
     );
-    assert_eq!(f["evidence"]["unread"], serde_json::json!(["vocab.txt"]));
+    assert_eq!(f["evidence"]["unread"], serde_json::json!(["vocab.json"]));
     let v = json(&["info", d]);
     let kinds: Vec<(&str, &str)> = v["files"]
         .as_array()
@@ -354,7 +356,7 @@ fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
         .map(|f| (f["path"].as_str().unwrap(), f["kind"].as_str().unwrap()))
         .filter(|(_, kind)| kind.starts_with("tokenizer"))
         .collect();
-    let vocab_txt = dir.path().join("vocab.txt");
+    let vocab_json = dir.path().join("vocab.json");
     assert_eq!(
         kinds,
         [
@@ -366,13 +368,13 @@ fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
                     .to_string(),
                 "tokenizer config"
             ),
-            (&*vocab_txt.display().to_string(), "tokenizer, not read"),
+            (&*vocab_json.display().to_string(), "tokenizer, not read"),
         ]
     );
     assert_eq!(v["tokenizer"], Value::Null);
     let out = text(&["info", d], 0);
     assert!(
-        out.contains("tokenizer   no tokenizer.json (vocab.txt not read)"),
+        out.contains("tokenizer   no tokenizer.json (vocab.json not read)"),
         "{out}"
     );
 
@@ -381,11 +383,11 @@ fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
     let v = json(&["check", d]);
     assert_eq!(
         v["findings"][0]["evidence"]["unread"],
-        serde_json::json!(["tokenizer.model", "vocab.txt"])
+        serde_json::json!(["tokenizer.model", "vocab.json"])
     );
     let err = fails(
         &["neighbors", d, "king"],
-        "only tokenizer.model and vocab.txt, which",
+        "only tokenizer.model and vocab.json, which",
     );
     assert!(err.contains("writes a tokenizer.json from them"), "{err}");
     std::fs::copy(

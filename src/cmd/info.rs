@@ -19,8 +19,10 @@ const SIDE_FILES: &[(&str, &str)] = &[
     ("special_tokens_map.json", "special tokens"),
 ];
 
-/// The kind of a tokenizer file of an older format, beside weights with
-/// no tokenizer.json (see `Checkpoint::unread_tokenizer_files`).
+/// The kind of a tokenizer file of an older format that was not read,
+/// beside weights with no tokenizer.json (see
+/// `Checkpoint::unread_tokenizer_files`); the ones converted are of kind
+/// `tokenizer`.
 pub const UNREAD: &str = "tokenizer, not read";
 
 /// The `info` report.
@@ -98,8 +100,16 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
             files.push(file_entry(&p, kind));
         }
     }
+    let converted = vocab.and_then(|v| v.summary().converted);
+    let read = converted.as_ref().map_or(&[][..], |c| &c.files[..]);
+    for path in read {
+        files.push(file_entry(path, "tokenizer"));
+    }
     for name in ckpt.unread_tokenizer_files() {
-        files.push(file_entry(&ckpt.sources.dir.join(name), UNREAD));
+        let path = ckpt.sources.dir.join(name);
+        if !read.contains(&path) {
+            files.push(file_entry(&path, UNREAD));
+        }
     }
     let role = |c: &Option<Choice>| {
         c.as_ref().map(|c| RoleTensor {

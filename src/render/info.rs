@@ -98,7 +98,21 @@ impl Human for InfoReport {
                     count(t.size as u64),
                     t.added,
                     t.special,
-                    style.dim(&file_name(&t.file.display().to_string()))
+                    style.dim(&match &t.converted {
+                        None => file_name(&t.file.display().to_string()),
+                        Some(c) => {
+                            let names: Vec<String> = (c.files.iter())
+                                .map(|f| file_name(&f.display().to_string()))
+                                .collect();
+                            let how = match c.encodes {
+                                true => format!("converted as {}", c.class),
+                                false => {
+                                    format!("tokenizer class {} not converted: no --text", c.class)
+                                }
+                            };
+                            format!("{} ({how})", names.join(", "))
+                        }
+                    })
                 ),
                 None if self.format == WeightFormat::Gguf => {
                     style.dim("no vocabulary read from the GGUF metadata")

@@ -370,6 +370,7 @@ impl Vocab {
             kinds,
             gguf: Some(Box::new(recipe)),
             source: None,
+            made: None,
             tokenizer: OnceLock::new(),
         }))
     }

@@ -1,5 +1,5 @@
-//! Reading `tokenizer.json` (and the special-token files beside it) into a
-//! [`Vocab`]: the entries by id, added and special tokens, and the model's
+//! Reading `tokenizer.json` (or, without one, the older files `legacy`
+//! converts) and the special-token files beside it into a [`Vocab`]: the entries by id, added and special tokens, and the model's
 //! settings the other modules read.
 
 use std::collections::HashSet;
@@ -8,12 +8,13 @@ use std::sync::OnceLock;
 
 use super::preview::Preview;
 use super::special::{self, SpecialDecl};
-use super::{AddedToken, NO_ENTRY, Vocab, parse};
+use super::{AddedToken, NO_ENTRY, Vocab, legacy, parse};
 use crate::error::{Error, Result};
 
 impl Vocab {
     /// Loads the vocabulary of the model in `dir`: `Ok(None)` when there is
-    /// no `tokenizer.json`. `config` is the parsed `config.json`, read for
+    /// no `tokenizer.json` and no older tokenizer files embscope converts
+    /// (`vocab.txt`, `vocab.json` + `merges.txt`). `config` is the parsed `config.json`, read for
     /// its special ids (also under `text_config`). The other tokenizer files
     /// are optional; a malformed one is an error naming it.
     pub fn load(dir: &Path, config: Option<&serde_json::Value>) -> Result<Option<Vocab>> {
@@ -53,13 +54,27 @@ impl Vocab {
         preview: Option<&mut dyn FnMut(&Preview)>,
     ) -> Result<Option<Vocab>> {
         let file = dir.join("tokenizer.json");
-        match std::fs::metadata(&file) {
-            Ok(meta) if meta.is_file() => {}
-            Ok(_) => return Ok(None),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let found = match std::fs::metadata(&file) {
+            Ok(meta) => meta.is_file(),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
             Err(err) => return Err(Error::io(&file, err)),
-        }
-        let (raw, source) = parse::read(&file, keep_merges, preview)?;
+        };
+        let (file, made) = match found {
+            true => (file, None),
+            false => match legacy::convert(dir, config)? {
+                Some(made) => (made.files[0].clone(), Some(Box::new(made))),
+                None => return Ok(None),
+            },
+        };
+        let (raw, source) = match &made {
+            None => parse::read(&file, keep_merges, preview)?,
+            // Merges are not kept for a class whose encoding is refused:
+            // the reachability test then asks the (refusing) tokenizer.
+            Some(m) => {
+                let keep = keep_merges && m.refused.is_none();
+                parse::read_bytes(&file, parse::Bytes::Made(m.json.clone()), keep, preview)?
+            }
+        };
         let model = parse::model_name(&raw.model);
         let style = parse::detect_style(&raw, &model);
         let lowercase = parse::lowercases(&raw);
@@ -156,6 +171,7 @@ impl Vocab {
             kinds: Vec::new(),
             gguf: None,
             source: source.map(Box::new),
+            made,
             tokenizer: OnceLock::new(),
         };
         let declared: Vec<u32> = vocab

@@ -15,6 +15,7 @@ mod entries;
 mod gguf;
 mod gguf_tokenizer;
 mod kind;
+mod legacy;
 mod load;
 mod lookup;
 mod merge_fit;
@@ -85,7 +86,8 @@ pub enum Duplicate {
 /// The cheap tokenizer summary shown by `info`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TokenizerSummary {
-    /// The tokenizer.json read.
+    /// The tokenizer.json read (or the older vocabulary file, see
+    /// `converted`).
     pub file: PathBuf,
     /// `BPE`, `WordPiece`, `Unigram` or `WordLevel`.
     pub model: String,
@@ -95,6 +97,24 @@ pub struct TokenizerSummary {
     pub added: usize,
     /// Number of distinct ids below `size` that [`Vocab::is_special`].
     pub special: usize,
+    /// For a vocabulary read from older files (no tokenizer.json): what
+    /// was read and how it was converted; `null` otherwise.
+    pub converted: Option<Conversion>,
+}
+
+/// How a vocabulary was read from the older files of a download without a
+/// tokenizer.json (WordPiece `vocab.txt`, byte-level BPE `vocab.json` +
+/// `merges.txt`): as `transformers` converts them to a tokenizer.json.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Conversion {
+    /// The files read (vocabulary first, then merges.txt and
+    /// added_tokens.json when read).
+    pub files: Vec<PathBuf>,
+    /// The `transformers` tokenizer class converted as, or the unknown
+    /// class the files name (then `encodes` is false).
+    pub class: String,
+    /// Whether text can be encoded (false for a class not converted).
+    pub encodes: bool,
 }
 
 /// The vocabulary of a checkpoint, read from its tokenizer files.
@@ -130,6 +150,8 @@ pub struct Vocab {
     gguf: Option<Box<gguf::Recipe>>,
     /// tokenizer.json kept with its merges' places, when asked for.
     source: Option<Box<parse::Source>>,
+    /// The tokenizer.json made from older files, when there was none.
+    made: Option<Box<legacy::Made>>,
     /// The built tokenizer, or the message saying why it cannot be built.
     tokenizer: OnceLock<std::result::Result<Tokenizer, String>>,
 }
@@ -323,7 +345,13 @@ impl Vocab {
         let failed = |e: &dyn fmt::Display| {
             format!("cannot build the tokenizer: {}", one_line(&e.to_string()))
         };
-        let bytes = std::fs::read(&self.file).map_err(|e| failed(&e))?;
+        let bytes: std::borrow::Cow<[u8]> = match &self.made {
+            Some(made) => match &made.refused {
+                Some(why) => return Err(why.clone()),
+                None => std::borrow::Cow::Borrowed(&made.json),
+            },
+            None => std::fs::read(&self.file).map_err(|e| failed(&e))?.into(),
+        };
         if !matches!(self.model.as_str(), "WordPiece" | "WordLevel" | "Unigram") {
             let longest = self.model_entries().map(|(t, _)| t.len()).max();
             let unfit = merge_fit::unfit_in_file(&bytes, longest.unwrap_or(0), &self.merge_prefix);
@@ -374,6 +402,11 @@ impl Vocab {
                 .iter()
                 .filter(|&&id| (id as usize) < self.size())
                 .count(),
+            converted: self.made.as_ref().map(|m| Conversion {
+                files: m.files.clone(),
+                class: m.class.clone(),
+                encodes: m.refused.is_none(),
+            }),
         }
     }
 

@@ -11,6 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -24,7 +25,7 @@ use crate::error::{Error, Result};
 
 /// tokenizer.json files larger than this are refused (Llama 3's is 9 MB,
 /// the largest known ones some tens of MB).
-const MAX_TOKENIZER_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_TOKENIZER_BYTES: u64 = 1 << 30;
 
 /// Token ids at or above this are refused: the id → token table is dense.
 pub(crate) const MAX_ID: u32 = 1 << 24;
@@ -115,11 +116,29 @@ impl<'de> Visitor<'de> for VocabVisitor {
     }
 }
 
+/// The bytes of a tokenizer.json: the mapped file, or one made in memory
+/// from older tokenizer files (see `legacy`).
+pub(crate) enum Bytes {
+    Mapped(memmap2::Mmap),
+    Made(Arc<[u8]>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(map) => map,
+            Bytes::Made(bytes) => bytes,
+        }
+    }
+}
+
 /// A tokenizer.json kept for a second look after the load: its mapped
 /// bytes, where `model.vocab` (an object) and `model.merges` lie, and the
 /// places of the merges' strings.
 pub(crate) struct Source {
-    pub bytes: memmap2::Mmap,
+    pub bytes: Bytes,
     pub vocab: Range<usize>,
     pub merges: Range<usize>,
     pub places: MergePlaces,
@@ -163,6 +182,17 @@ pub(crate) fn read(
     // the accepted contract of memory-mapped loaders. Mapping instead of
     // reading saves copying the file and a quarter of the load time.
     let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
+    read_bytes(path, Bytes::Mapped(bytes), keep, preview)
+}
+
+/// [`read`] for the bytes of a tokenizer.json at hand (one made from
+/// older files); `path` names it in errors.
+pub(crate) fn read_bytes(
+    path: &Path,
+    bytes: Bytes,
+    keep: bool,
+    preview: Option<&mut dyn FnMut(&Preview)>,
+) -> Result<(RawTokenizer, Option<Source>)> {
     let (raw, found) = from_bytes(&bytes, keep, preview)
         .map_err(|err| Error::bad_file(path, format!("not a valid tokenizer file: {err}")))?;
     let source = found.map(|(vocab, merges, places)| Source {

@@ -165,7 +165,11 @@ fn ids_from(
 }
 
 /// A token written as a string or as an `{"content": ...}` object.
-fn token_string<'a>(path: &Path, key: &str, value: &'a Value) -> Result<Option<&'a str>> {
+pub(crate) fn token_string<'a>(
+    path: &Path,
+    key: &str,
+    value: &'a Value,
+) -> Result<Option<&'a str>> {
     match value {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(s)),
@@ -250,7 +254,7 @@ fn python_uint(key: &str) -> Option<u32> {
 }
 
 /// `added_tokens_decoder`: a map of id strings to `{content, special}`.
-fn added_tokens_decoder(
+pub(crate) fn added_tokens_decoder(
     path: &Path,
     obj: &serde_json::Map<String, Value>,
 ) -> Result<Vec<(u32, String, bool)>> {

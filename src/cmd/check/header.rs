@@ -331,6 +331,11 @@ fn dtypes(s: &Subject, out: &mut Vec<Finding>) {
 fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
     let Some(vocab) = s.vocab else { return };
     let file = vocab.file().display().to_string();
+    // tokenizer.json, or the older file the vocabulary was converted from.
+    let name = vocab
+        .file()
+        .file_name()
+        .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
     let mut missing = Vec::new();
     let mut moved = Vec::new();
     for (id, content) in vocab.config_added_tokens() {
@@ -347,7 +352,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
             Severity::Warn,
             "added-token-missing",
             format!(
-                "{} added token(s) of tokenizer_config.json are not in tokenizer.json ({})",
+                "{} added token(s) of tokenizer_config.json are not in {name} ({})",
                 missing.len(),
                 join_tokens(&missing, "token")
             ),
@@ -359,7 +364,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
             Severity::Error,
             "added-token-id-differs",
             format!(
-                "{} added token(s) have another id in tokenizer_config.json than in tokenizer.json ({}): slow and fast tokenizers disagree",
+                "{} added token(s) have another id in tokenizer_config.json than in {name} ({}): slow and fast tokenizers disagree",
                 moved.len(),
                 join_tokens(&moved, "token")
             ),
@@ -378,7 +383,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
             Severity::Warn,
             "duplicate-token-ids",
             format!(
-                "{} id(s) carry more than one token string in tokenizer.json (id {})",
+                "{} id(s) carry more than one token string in {name} (id {})",
                 by_id.len(),
                 by_id[0]["id"]
             ),
@@ -390,7 +395,7 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
             Severity::Warn,
             "duplicate-token-strings",
             format!(
-                "{} token string(s) appear under more than one id in tokenizer.json ({})",
+                "{} token string(s) appear under more than one id in {name} ({})",
                 by_token.len(),
                 join_tokens(&by_token, "token")
             ),

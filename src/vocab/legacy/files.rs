@@ -1,0 +1,183 @@
+//! Reading `vocab.txt`, `vocab.json` and `merges.txt` as `transformers`
+//! reads them, and writing the tokenizer.json model of what they hold.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::vocab::entries::Entries;
+use crate::vocab::parse::{self, RawVocab};
+
+/// The model vocabulary of the older files.
+pub(super) enum Vocabulary {
+    /// vocab.txt's lines.
+    WordPiece(Vec<String>),
+    /// vocab.json's bytes (checked), its entries, and merges.txt's merges.
+    ByteLevel {
+        json: Vec<u8>,
+        entries: Entries,
+        /// merges.txt's merges as a JSON array.
+        merges: Vec<u8>,
+    },
+}
+
+/// Reads a file of at most the size a tokenizer.json may have.
+pub(super) fn read_limited(path: &Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.len() > parse::MAX_TOKENIZER_BYTES {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "file is {} bytes, more than the limit of {}",
+                meta.len(),
+                parse::MAX_TOKENIZER_BYTES
+            ),
+        ));
+    }
+    std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// `bytes` as UTF-8 text, or an error naming the line that is not.
+fn utf8_text(path: &Path, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        Error::bad_file(path, format!("line {line} is not valid UTF-8"))
+    })
+}
+
+/// The lines of `text` as Python's text mode reads them: `\n`, `\r\n`
+/// and `\r` end a line; a last line without an end counts.
+fn python_lines(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let (mut out, mut start, mut i) = (Vec::new(), 0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\n' | b'\r' => {
+                out.push(&text[start..i]);
+                i += if b[i] == b'\r' && b.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    if start < b.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+impl Vocabulary {
+    /// vocab.txt: line `i` is the entry of id `i` (as `BertTokenizer`'s
+    /// `load_vocab` reads it).
+    pub(super) fn word_piece(path: &Path) -> Result<Vocabulary> {
+        let text = utf8_text(path, read_limited(path)?)?;
+        let lines = python_lines(&text);
+        if lines.len() as u64 > u64::from(parse::MAX_ID) {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "{} lines, more than the limit of {} tokens",
+                    lines.len(),
+                    parse::MAX_ID
+                ),
+            ));
+        }
+        Ok(Vocabulary::WordPiece(
+            lines.into_iter().map(str::to_string).collect(),
+        ))
+    }
+
+    /// vocab.json (an object token → id) and merges.txt (`left right` per
+    /// line; `#version` lines and a last empty line skipped, as the
+    /// `tokenizers` crate reads them).
+    pub(super) fn byte_level(vocab: &Path, merges: &Path) -> Result<Vocabulary> {
+        let json = read_limited(vocab)?;
+        let expected = "expected a JSON object of token ids";
+        if json.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(Error::bad_file(vocab, expected));
+        }
+        let raw: RawVocab = serde_json::from_slice(&json)
+            .map_err(|e| Error::bad_file(vocab, format!("{expected}: {e}")))?;
+        let text = utf8_text(merges, read_limited(merges)?)?;
+        // The merges as a JSON array of `"left right"` strings, written as
+        // they are read: no string per merge.
+        let mut array = Vec::with_capacity(text.len() + text.len() / 4);
+        array.push(b'[');
+        for (i, line) in text.split_terminator('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.starts_with("#version") {
+                continue;
+            }
+            if line.split(' ').count() != 2 {
+                return Err(Error::bad_file(
+                    merges,
+                    format!(
+                        "line {} is {line:?}, expected two tokens separated by one space",
+                        i + 1
+                    ),
+                ));
+            }
+            if array.len() > 1 {
+                array.push(b',');
+            }
+            serde_json::to_writer(&mut array, line).expect("a string serializes");
+        }
+        array.push(b']');
+        Ok(Vocabulary::ByteLevel {
+            json,
+            entries: raw.entries,
+            merges: array,
+        })
+    }
+
+    /// The id of `token` in the model vocabulary (the last line or key
+    /// wins, as in Python).
+    pub(super) fn id(&self, token: &str) -> Option<u32> {
+        match self {
+            Vocabulary::WordPiece(lines) => {
+                lines.iter().rposition(|t| t == token).map(|i| i as u32)
+            }
+            Vocabulary::ByteLevel { entries, .. } => {
+                let mut found = entries.iter().filter(|e| e.token == token);
+                found.next_back().map(|e| e.id)
+            }
+        }
+    }
+
+    /// tokenizer.json: `head`'s members, then `model` with the vocab (and
+    /// merges) written after its settings, as in real files.
+    pub(super) fn write(&self, head: &Value, model: &Value) -> Vec<u8> {
+        let mut out = serde_json::to_vec(head).expect("a Value serializes");
+        out.pop(); // the closing brace
+        out.extend_from_slice(b",\"model\":");
+        let settings = serde_json::to_vec(model).expect("a Value serializes");
+        out.extend_from_slice(&settings[..settings.len() - 1]);
+        out.extend_from_slice(b",\"vocab\":");
+        match self {
+            Vocabulary::WordPiece(lines) => {
+                out.push(b'{');
+                for (id, token) in lines.iter().enumerate() {
+                    if id > 0 {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut out, token).expect("a string serializes");
+                    out.extend_from_slice(format!(":{id}").as_bytes());
+                }
+                out.push(b'}');
+            }
+            Vocabulary::ByteLevel { json, merges, .. } => {
+                out.extend_from_slice(json);
+                out.extend_from_slice(b",\"merges\":");
+                out.extend_from_slice(merges);
+            }
+        }
+        out.extend_from_slice(b"}}");
+        out
+    }
+}

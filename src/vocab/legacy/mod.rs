@@ -1,0 +1,434 @@
+//! Reading the tokenizer files of downloads that have no tokenizer.json:
+//! WordPiece `vocab.txt` (BERT and its kin) and byte-level BPE
+//! `vocab.json` + `merges.txt` (GPT-2, RoBERTa and theirs).
+//!
+//! They are turned, in memory, into the tokenizer.json that `transformers`
+//! writes for them (`AutoTokenizer.from_pretrained(dir)` runs the
+//! converters of its `convert_slow_tokenizer.py`), which the rest of
+//! embscope then reads like a real one. What a converter needs besides the
+//! files comes from `tokenizer_config.json` (`tokenizer_class`,
+//! `do_lower_case`, `tokenize_chinese_chars`, `strip_accents`,
+//! `add_prefix_space`, `add_bos_token`, `added_tokens_decoder`),
+//! `special_tokens_map.json` and `added_tokens.json`, with each class's
+//! defaults. The class is `tokenizer_class`, else the one `config.json`'s
+//! `model_type` uses, else BERT's for `vocab.txt` and GPT-2's for the
+//! others. A class this module does not know still gives the vocabulary
+//! (ids, tokens), but encoding text is refused, since its pipeline could
+//! differ.
+
+mod classes;
+mod files;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokenizers::decoders::wordpiece::WordPiece as WordPieceDecoder;
+use tokenizers::normalizers::BertNormalizer;
+use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::processors::roberta::RobertaProcessing;
+use tokenizers::processors::template::TemplateProcessing;
+
+use super::parse;
+use super::special::{added_tokens_decoder, read_json_object, token_string};
+use crate::error::{Error, Result};
+use classes::{Class, Layout, Post, choose, class_name};
+use files::Vocabulary;
+
+/// The roles whose tokens a converted tokenizer adds as special tokens.
+const ROLES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
+
+/// A tokenizer.json made from older files.
+pub(crate) struct Made {
+    /// The files read, the first named in messages.
+    pub files: Vec<PathBuf>,
+    /// The `transformers` tokenizer class whose conversion it follows (or
+    /// the unknown one named, see `refused`).
+    pub class: String,
+    /// The tokenizer.json.
+    pub json: Arc<[u8]>,
+    /// Why text cannot be encoded (a class not converted here): the
+    /// message to show after the file name.
+    pub refused: Option<String>,
+}
+
+/// The tokenizer.json `transformers` would make from the older files of
+/// `dir`, or `None` when it has none this reads. `config` is the parsed
+/// `config.json`. A malformed file is an error naming it.
+pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>> {
+    let settings = Settings::read(dir)?;
+    let name = class_name(settings.tok_config.as_ref(), config);
+    let Some((layout, class)) = choose(dir, name.as_deref()) else {
+        return Ok(None);
+    };
+    let mut files: Vec<PathBuf> = layout.files().iter().map(|f| dir.join(f)).collect();
+    let vocab = match layout {
+        Layout::WordPiece => Vocabulary::word_piece(&files[0])?,
+        Layout::ByteLevelBpe => Vocabulary::byte_level(&files[0], &files[1])?,
+    };
+    let roles = settings.roles(class)?;
+
+    let mut added = Added::default();
+    added.add_decoder_tokens(&settings.path, settings.tok_config.as_ref())?;
+    let added_file = dir.join("added_tokens.json");
+    if added.add_file_tokens(&added_file, &roles)? {
+        files.push(added_file);
+    }
+    // RoBERTa's and DeBERTa's mask token takes the space before it.
+    let mask_lstrip =
+        class.is_some_and(|c| matches!(c.post, Post::Roberta) || c.name == "DebertaTokenizer");
+    for (role, value) in &roles {
+        added.special(value, &vocab, *role == "mask" && mask_lstrip);
+    }
+    let additional = (settings.tok_config.as_ref())
+        .and_then(|c| c.get("additional_special_tokens"))
+        .and_then(Value::as_array);
+    for value in additional.into_iter().flatten() {
+        added.special(value, &vocab, false);
+    }
+
+    let role_token = |role: &str| {
+        let (_, value) = roles.iter().find(|(r, _)| *r == role)?;
+        token_of(value)
+    };
+    let special = |role: &str| {
+        let token = role_token(role)?;
+        let id = added.id(token).or_else(|| vocab.id(token))?;
+        Some((token.to_string(), id))
+    };
+    let pipeline = Pipeline::new(&files[0], layout, class.map(|c| c.post), &settings, special)?;
+    let model = match layout {
+        Layout::WordPiece => json!({
+            "type": "WordPiece",
+            "unk_token": role_token("unk").unwrap_or("[UNK]"),
+            "continuing_subword_prefix": "##",
+            "max_input_chars_per_word": 100,
+        }),
+        Layout::ByteLevelBpe => json!({
+            "type": "BPE",
+            "dropout": null,
+            "unk_token": null,
+            "continuing_subword_prefix": null,
+            "end_of_word_suffix": null,
+            "fuse_unk": false,
+            "byte_fallback": false,
+            "ignore_merges": false,
+        }),
+    };
+    let head = json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added.into_json(),
+        "normalizer": pipeline.normalizer,
+        "pre_tokenizer": pipeline.pre_tokenizer,
+        "post_processor": pipeline.post_processor,
+        "decoder": pipeline.decoder,
+    });
+    let json = vocab.write(&head, &model);
+
+    let refused = class.is_none().then(|| {
+        format!(
+            "cannot encode text: tokenizer class {:?} (tokenizer_config.json) with {} is not supported; use --id or --token",
+            name.as_deref().unwrap_or_default(),
+            layout.files().join(" and "),
+        )
+    });
+    Ok(Some(Made {
+        files,
+        class: class.map_or_else(|| name.unwrap_or_default(), |c| c.name.to_string()),
+        json: json.into(),
+        refused,
+    }))
+}
+
+/// The tokenizer.json steps around the model, as the class's converter
+/// sets them (pairs of sequences are not converted: embscope encodes one).
+struct Pipeline {
+    normalizer: Value,
+    pre_tokenizer: Value,
+    post_processor: Value,
+    decoder: Value,
+}
+
+impl Pipeline {
+    /// The steps for `layout`, with `post`'s processor (none for a class
+    /// not converted); `special` gives a role's token and id. `file` names
+    /// the conversion in errors.
+    fn new(
+        file: &Path,
+        layout: Layout,
+        post: Option<Post>,
+        settings: &Settings,
+        special: impl Fn(&str) -> Option<(String, u32)>,
+    ) -> Result<Pipeline> {
+        let add_prefix_space = settings.flag("add_prefix_space")?.unwrap_or(false);
+        let (normalizer, pre_tokenizer, decoder) = match layout {
+            Layout::WordPiece => (
+                component(
+                    file,
+                    &BertNormalizer::new(
+                        true,
+                        settings.flag("tokenize_chinese_chars")?.unwrap_or(true),
+                        settings.flag("strip_accents")?,
+                        settings.flag("do_lower_case")?.unwrap_or(true),
+                    ),
+                )?,
+                component(file, &BertPreTokenizer)?,
+                component(file, &WordPieceDecoder::new("##".to_string(), true))?,
+            ),
+            Layout::ByteLevelBpe => (
+                Value::Null,
+                component(file, &ByteLevel::new(add_prefix_space, true, true))?,
+                component(file, &ByteLevel::new(true, true, true))?,
+            ),
+        };
+        // `first $A last`, or nothing when a token is missing (`check`
+        // reports a declared token the vocabulary lacks).
+        let template = |first: &str, last: Option<&str>| -> Result<Value> {
+            let mut specials = vec![special(first)];
+            specials.extend(last.map(&special));
+            let Some(specials) = specials.into_iter().collect::<Option<Vec<_>>>() else {
+                return Ok(Value::Null);
+            };
+            let mut single = vec![specials[0].0.clone(), "$A".to_string()];
+            single.extend(specials.get(1).map(|s| s.0.clone()));
+            let failed =
+                |e: &dyn std::fmt::Display| Error::bad_file(file, format!("cannot convert: {e}"));
+            let built = TemplateProcessing::builder()
+                .try_single(single)
+                .map_err(|e| failed(&e))?
+                .special_tokens(specials)
+                .build()
+                .map_err(|e| failed(&e))?;
+            component(file, &built)
+        };
+        let post_processor = match post {
+            None => Value::Null,
+            Some(Post::ClsSep) => template("cls", Some("sep"))?,
+            Some(Post::Gpt2) if settings.flag("add_bos_token")?.unwrap_or(false) => {
+                template("bos", None)?
+            }
+            Some(Post::Gpt2) => component(file, &ByteLevel::new(true, false, true))?,
+            Some(Post::Roberta) => match (special("sep"), special("cls")) {
+                (Some(sep), Some(cls)) => component(
+                    file,
+                    &RobertaProcessing::new(sep, cls)
+                        .trim_offsets(true)
+                        .add_prefix_space(add_prefix_space),
+                )?,
+                _ => Value::Null,
+            },
+        };
+        Ok(Pipeline {
+            normalizer,
+            pre_tokenizer,
+            post_processor,
+            decoder,
+        })
+    }
+}
+
+/// A `tokenizers` component as its tokenizer.json value.
+fn component(file: &Path, c: &impl serde::Serialize) -> Result<Value> {
+    serde_json::to_value(c).map_err(|e| Error::bad_file(file, format!("cannot convert: {e}")))
+}
+
+/// The string of a special token as declared (a string or an object with
+/// `content`).
+fn token_of(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(s) => Some(s),
+        Value::Object(o) => o.get("content").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// What tokenizer_config.json and special_tokens_map.json say.
+struct Settings {
+    /// tokenizer_config.json's path, for messages.
+    path: PathBuf,
+    tok_config: Option<Map<String, Value>>,
+    map_path: PathBuf,
+    map: Option<Map<String, Value>>,
+}
+
+impl Settings {
+    fn read(dir: &Path) -> Result<Settings> {
+        let path = dir.join("tokenizer_config.json");
+        let map_path = dir.join("special_tokens_map.json");
+        Ok(Settings {
+            tok_config: read_json_object(&path)?,
+            map: read_json_object(&map_path)?,
+            path,
+            map_path,
+        })
+    }
+
+    /// The boolean `key` of tokenizer_config.json: `None` when absent or
+    /// null.
+    fn flag(&self, key: &str) -> Result<Option<bool>> {
+        match self.tok_config.as_ref().and_then(|m| m.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(Error::bad_file(
+                &self.path,
+                format!("`{key}` is {other}, expected true, false or null"),
+            )),
+        }
+    }
+
+    /// The special tokens by role, as written (a string or an object with
+    /// `content`): tokenizer_config.json's, else special_tokens_map.json's,
+    /// else the class's default. A role written as null has none.
+    fn roles(&self, class: Option<&Class>) -> Result<Vec<(&'static str, Value)>> {
+        let mut out = Vec::new();
+        'roles: for role in ROLES {
+            let key = format!("{role}_token");
+            for (path, obj) in [(&self.path, &self.tok_config), (&self.map_path, &self.map)] {
+                if let Some(value) = obj.as_ref().and_then(|o| o.get(&key)) {
+                    if token_string(path, &key, value)?.is_some() {
+                        out.push((role, value.clone()));
+                    }
+                    continue 'roles;
+                }
+            }
+            let default = class.and_then(|c| c.defaults.iter().find(|(r, _)| *r == role));
+            out.extend(default.map(|(_, token)| (role, json!(token))));
+        }
+        Ok(out)
+    }
+}
+
+/// The added tokens of the converted tokenizer, by content.
+#[derive(Default)]
+struct Added {
+    tokens: Vec<(u32, Map<String, Value>)>,
+}
+
+impl Added {
+    fn id(&self, content: &str) -> Option<u32> {
+        self.tokens
+            .iter()
+            .find(|(_, t)| t.get("content").and_then(Value::as_str) == Some(content))
+            .map(|(id, _)| *id)
+    }
+
+    /// Adds a token unless one with its content is there.
+    fn push(&mut self, id: u32, content: &str, special: bool, flags: Option<&Map<String, Value>>) {
+        if self.id(content).is_some() {
+            return;
+        }
+        let flag = |key: &str, default: bool| {
+            json!(
+                flags
+                    .and_then(|f| f.get(key))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(default)
+            )
+        };
+        let mut token = Map::new();
+        token.insert("content".into(), json!(content));
+        token.insert("single_word".into(), flag("single_word", false));
+        token.insert("lstrip".into(), flag("lstrip", false));
+        token.insert("rstrip".into(), flag("rstrip", false));
+        token.insert("normalized".into(), flag("normalized", !special));
+        token.insert("special".into(), json!(special));
+        self.tokens.push((id, token));
+    }
+
+    /// [`Added::push`] for a token of `path`, whose id must be below the
+    /// dense table's limit.
+    fn push_from(
+        &mut self,
+        path: &Path,
+        id: u32,
+        content: &str,
+        special: bool,
+        flags: Option<&Map<String, Value>>,
+    ) -> Result<()> {
+        if id >= parse::MAX_ID {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "token {content:?} has id {id}, beyond the limit of {}",
+                    parse::MAX_ID
+                ),
+            ));
+        }
+        self.push(id, content, special, flags);
+        Ok(())
+    }
+
+    /// tokenizer_config.json's `added_tokens_decoder` (id → token object).
+    fn add_decoder_tokens(
+        &mut self,
+        path: &Path,
+        config: Option<&Map<String, Value>>,
+    ) -> Result<()> {
+        for (id, content, special) in config
+            .map(|c| added_tokens_decoder(path, c))
+            .transpose()?
+            .into_iter()
+            .flatten()
+        {
+            let flags = config
+                .and_then(|c| c.get("added_tokens_decoder"))
+                .and_then(|d| d.get(id.to_string()))
+                .and_then(Value::as_object);
+            self.push_from(path, id, &content, special, flags)?;
+        }
+        Ok(())
+    }
+
+    /// added_tokens.json (token → id), special when a role names it;
+    /// whether there is one.
+    fn add_file_tokens(&mut self, path: &Path, roles: &[(&str, Value)]) -> Result<bool> {
+        let Some(map) = read_json_object(path)? else {
+            return Ok(false);
+        };
+        for (content, id) in &map {
+            let id = id
+                .as_u64()
+                .and_then(|id| u32::try_from(id).ok())
+                .ok_or_else(|| {
+                    Error::bad_file(
+                        path,
+                        format!("{content:?} has id {id}, expected a token id"),
+                    )
+                })?;
+            let special = roles.iter().any(|(_, v)| token_of(v) == Some(content));
+            self.push_from(path, id, content, special, None)?;
+        }
+        Ok(true)
+    }
+
+    /// A special token declared by a role or in
+    /// `additional_special_tokens`, at its vocabulary id (skipped when the
+    /// vocabulary lacks it: `check` reports that).
+    fn special(&mut self, value: &Value, vocab: &Vocabulary, lstrip: bool) {
+        let Some(content) = token_of(value) else {
+            return;
+        };
+        let Some(id) = vocab.id(content) else {
+            return;
+        };
+        let mut flags = value.as_object().cloned().unwrap_or_default();
+        flags.entry("lstrip").or_insert(json!(lstrip));
+        self.push(id, content, true, Some(&flags));
+    }
+
+    fn into_json(mut self) -> Value {
+        self.tokens.sort_by_key(|(id, _)| *id);
+        Value::Array(
+            self.tokens
+                .into_iter()
+                .map(|(id, mut token)| {
+                    token.insert("id".into(), json!(id));
+                    Value::Object(token)
+                })
+                .collect(),
+        )
+    }
+}

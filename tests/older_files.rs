@@ -1,0 +1,254 @@
+//! Downloads without a tokenizer.json but with the older files
+//! transformers converts: WordPiece `vocab.txt` (`bert-vocab-txt`) and
+//! byte-level BPE `vocab.json` + `merges.txt` (`gpt2-vocab-merges`). Each
+//! fixture is a copy of `bert` / `gpt2-tied` with those files instead of
+//! the tokenizer.json, so every answer must be the same as there; settings
+//! from tokenizer_config.json change the conversion; a class embscope does
+//! not convert keeps its vocabulary but refuses text; malformed files are
+//! errors naming the file and line.
+
+use serde_json::{Value, json};
+
+use crate::common::{fails, fixture, fixture_copy, json, text};
+
+/// The ids `lookup --text` gives, with or without the special tokens.
+fn text_ids(model: &str, text: &str, special: bool) -> Vec<u64> {
+    let mut args = vec!["lookup", model, "--text", text];
+    if special {
+        args.push("--add-special-tokens");
+    }
+    let v = json(&args);
+    let rows = v["rows"].as_array().unwrap();
+    rows.iter().map(|r| r["id"].as_u64().unwrap()).collect()
+}
+
+/// `v` without what names files or says which kernel ran.
+fn answers(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for key in ["kernel", "model", "file", "tokenizer", "dir", "timing"] {
+                    map.remove(key);
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+/// Every answer on `converted` is the one on `original`.
+fn same_answers(original: &str, converted: &str, texts: &[&str], words: &[&str]) {
+    let (a, b) = (fixture(original), fixture(converted));
+    for t in texts {
+        for special in [false, true] {
+            assert_eq!(
+                text_ids(&a, t, special),
+                text_ids(&b, t, special),
+                "{t:?} (special tokens: {special})"
+            );
+        }
+    }
+    for w in words {
+        let args = |m| vec!["neighbors", m, *w, "-k", "5"];
+        assert_eq!(
+            answers(json(&args(&a))),
+            answers(json(&args(&b))),
+            "neighbors {w}"
+        );
+    }
+    for args in [&["check"][..], &["undertrained", "--top", "8"]] {
+        let run = |m: &str| answers(json(&[&[args[0], m][..], &args[1..]].concat()));
+        assert_eq!(run(&a), run(&b), "{args:?}");
+    }
+}
+
+#[test]
+fn a_vocab_txt_download_answers_as_its_tokenizer_json_does() {
+    same_answers(
+        "bert",
+        "bert-vocab-txt",
+        &[
+            "King and QUEEN",
+            "the kings ran.",
+            "Ünïcödé naïve kingly",
+            "[MASK] of a",
+        ],
+        &["king", "=##ing", "#7"],
+    );
+    let d = fixture("bert-vocab-txt");
+    let v = json(&["info", &d]);
+    let t = &v["tokenizer"];
+    assert_eq!(t["model"], "WordPiece");
+    assert_eq!(
+        (t["size"].as_u64(), t["added"].as_u64()),
+        (Some(35), Some(5))
+    );
+    let vocab_txt = format!("{d}/vocab.txt");
+    assert_eq!(t["file"], vocab_txt);
+    assert_eq!(
+        t["converted"],
+        json!({"files": [vocab_txt], "class": "BertTokenizer", "encodes": true})
+    );
+    let kinds: Vec<(&str, &str)> = (v["files"].as_array().unwrap().iter())
+        .map(|f| (f["path"].as_str().unwrap(), f["kind"].as_str().unwrap()))
+        .filter(|(_, kind)| kind.starts_with("tokenizer"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (&*format!("{d}/tokenizer_config.json"), "tokenizer config"),
+            (&*vocab_txt, "tokenizer")
+        ]
+    );
+    let out = text(&["info", "fixtures/bert-vocab-txt"], 0);
+    assert!(
+        out.contains(
+            "tokenizer   WordPiece, 35 ids (5 added, 5 special)  vocab.txt (converted as BertTokenizer)"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_vocab_json_and_merges_download_answers_as_its_tokenizer_json_does() {
+    same_answers(
+        "gpt2-tied",
+        "gpt2-vocab-merges",
+        &[
+            "The king and the queen",
+            " princess of Paris<|end_of_text|>",
+            "naïve 東京\n\tkings!",
+        ],
+        &["king", "Ġking", "=Ġprince", "#340"],
+    );
+    let d = fixture("gpt2-vocab-merges");
+    let v = json(&["info", &d]);
+    let t = &v["tokenizer"];
+    assert_eq!(
+        (t["model"].as_str(), t["size"].as_u64()),
+        (Some("BPE"), Some(341))
+    );
+    // Named by config.json's model_type, gpt2.
+    let files = ["vocab.json", "merges.txt", "added_tokens.json"].map(|f| format!("{d}/{f}"));
+    assert_eq!(
+        t["converted"],
+        json!({"files": files, "class": "GPT2Tokenizer", "encodes": true})
+    );
+    let out = text(&["info", "fixtures/gpt2-vocab-merges"], 0);
+    assert!(
+        out.contains("vocab.json, merges.txt, added_tokens.json (converted as GPT2Tokenizer)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tokenizer_config_settings_change_the_conversion() {
+    // A cased BERT: "King" is not lowercased to `king`, so it is unknown.
+    let dir = fixture_copy("bert-vocab-txt");
+    let d = dir.path().to_str().unwrap();
+    let config =
+        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    assert_eq!(text_ids(d, "King king", true), [2, 5, 5, 3]);
+    config(json!({"tokenizer_class": "BertTokenizer", "do_lower_case": false}));
+    assert_eq!(text_ids(d, "King king", true), [2, 1, 5, 3]);
+    config(json!({"do_lower_case": "no"}));
+    fails(
+        &["lookup", d, "--text", "king"],
+        "tokenizer_config.json`: `do_lower_case` is \"no\", expected true, false or null",
+    );
+
+    // GPT-2 with add_prefix_space: "king" reads as " king".
+    let dir = fixture_copy("gpt2-vocab-merges");
+    let d = dir.path().to_str().unwrap();
+    let config =
+        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    let king = text_ids(d, " king", false);
+    assert_eq!(king.len(), 1);
+    assert_ne!(text_ids(d, "king", false), king);
+    config(json!({"add_prefix_space": true}));
+    assert_eq!(text_ids(d, "king", false), king);
+    // With add_bos_token, encoding starts with the bos token.
+    config(json!({"add_bos_token": true}));
+    assert_eq!(text_ids(d, " king", true), [340, king[0]]);
+    // RoBERTa's processor wraps the text in cls … sep.
+    config(json!({
+        "tokenizer_class": "RobertaTokenizerFast",
+        "cls_token": "<|begin_of_text|>",
+        "sep_token": "<|end_of_text|>",
+    }));
+    assert_eq!(text_ids(d, " king", true), [339, king[0], 340]);
+    let v = json(&["info", d]);
+    assert_eq!(v["tokenizer"]["converted"]["class"], "RobertaTokenizer");
+}
+
+#[test]
+fn a_class_not_converted_keeps_its_vocabulary_but_refuses_text() {
+    let dir = fixture_copy("gpt2-vocab-merges");
+    let d = dir.path().to_str().unwrap();
+    std::fs::write(
+        dir.path().join("tokenizer_config.json"),
+        r#"{"tokenizer_class": "CLIPTokenizer"}"#,
+    )
+    .unwrap();
+    fails(
+        &["lookup", d, "--text", "king"],
+        "vocab.json`: cannot encode text: tokenizer class \"CLIPTokenizer\" (tokenizer_config.json) with vocab.json and merges.txt is not supported; use --id or --token",
+    );
+    let v = json(&["lookup", d, "--token", "Ġking"]);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 1);
+    let v = json(&["info", d]);
+    assert_eq!(v["tokenizer"]["converted"]["class"], "CLIPTokenizer");
+    assert_eq!(v["tokenizer"]["converted"]["encodes"], false);
+    let out = text(&["info", d], 0);
+    assert!(
+        out.contains("(tokenizer class CLIPTokenizer not converted: no --text)"),
+        "{out}"
+    );
+    // The reachability test cannot encode, so it says it does not know.
+    let v = json(&["undertrained", d, "--top", "3"]);
+    for c in v["candidates"].as_array().unwrap() {
+        assert_eq!(c["reachable"], Value::Null, "{c}");
+    }
+}
+
+#[test]
+fn malformed_older_files_are_errors_naming_file_and_line() {
+    let dir = fixture_copy("gpt2-vocab-merges");
+    let d = dir.path().to_str().unwrap();
+    let merges = dir.path().join("merges.txt");
+    let good = std::fs::read_to_string(&merges).unwrap();
+    std::fs::write(&merges, good.replacen('\n', "\nĠ k i\n", 1)).unwrap();
+    for cmd in ["info", "check"] {
+        fails(
+            &[cmd, d],
+            "merges.txt`: line 2 is \"Ġ k i\", expected two tokens separated by one space",
+        );
+    }
+    std::fs::write(&merges, &good).unwrap();
+    std::fs::write(dir.path().join("vocab.json"), r#"["a", "b"]"#).unwrap();
+    fails(
+        &["info", d],
+        "vocab.json`: expected a JSON object of token ids",
+    );
+    std::fs::write(dir.path().join("vocab.json"), r#"{"a": -1}"#).unwrap();
+    fails(
+        &["info", d],
+        "vocab.json`: expected a JSON object of token ids: invalid value: integer `-1`",
+    );
+
+    let dir = fixture_copy("bert-vocab-txt");
+    let d = dir.path().to_str().unwrap();
+    std::fs::write(dir.path().join("vocab.txt"), b"[PAD]\n[UNK]\nk\xffing\n").unwrap();
+    fails(&["info", d], "vocab.txt`: line 3 is not valid UTF-8");
+    // Lines end as Python reads them: \r\n and \r too.
+    std::fs::write(dir.path().join("vocab.txt"), "[PAD]\r\n[UNK]\r[CLS]\nking").unwrap();
+    let v = json(&["lookup", d, "--token", "king", "--token", "[CLS]"]);
+    let ids: Vec<u64> = (v["rows"].as_array().unwrap().iter())
+        .map(|r| r["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [3, 2]);
+}
