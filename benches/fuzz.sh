@@ -4,7 +4,8 @@
 #   gguf         the GGUF reader (tests/gguf_fuzz.rs): byte flips, integer
 #                rewrites, length blow-ups, truncations and insertions of
 #                the GGUF fixtures
-#   tokenizer    the tokenizer.json loader and the vocabulary's queries
+#   tokenizer    the tokenizer.json loader, the conversion of older files
+#                (vocab.txt, vocab.json, merges.txt) and the vocabulary's queries
 #                (tests/tokenizer_fuzz.rs): JSON-significant bytes, UTF-8
 #                fragments, lines and numbers of the fixture tokenizers
 #   safetensors  the checkpoint opener and the commands after it

@@ -252,3 +252,48 @@ fn malformed_older_files_are_errors_naming_file_and_line() {
         .collect();
     assert_eq!(ids, [3, 2]);
 }
+
+#[test]
+fn special_tokens_are_read_and_numbered_as_transformers_does() {
+    // RoBERTa's default special tokens that the vocabulary lacks get new
+    // ids after it, in role order (transformers 5 gives `<mask>` 344 here),
+    // which `check` reports as past the 341-row matrix.
+    let dir = fixture_copy("gpt2-vocab-merges");
+    let d = dir.path().to_str().unwrap();
+    let config =
+        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    config(json!({"tokenizer_class": "RobertaTokenizer"}));
+    let v = json(&["lookup", d, "--token", "<|end_of_text|>"]);
+    assert_eq!(v["rows"][0]["id"], 340);
+    let out = crate::common::embscope()
+        .args(["--json", "check", d])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = (v["findings"].as_array().unwrap().iter())
+        .find(|f| f["code"] == "tokenizer-larger-than-matrix")
+        .unwrap();
+    assert_eq!(
+        f["message"],
+        "tokenizer has 345 ids, `transformer.wte.weight` has 341 rows: 4 token(s) index past the end (341 \"</s>\", 342 \"<pad>\", 343 \"<s>\", 344 \"<mask>\")"
+    );
+    // special_tokens_map.json (bos, eos and unk `<|end_of_text|>`) wins
+    // over tokenizer_config.json ...
+    config(json!({
+        "tokenizer_class": "GPT2Tokenizer",
+        "add_bos_token": true,
+        "bos_token": "<|begin_of_text|>",
+    }));
+    let king = text_ids(d, " king", false);
+    assert_eq!(text_ids(d, " king", true), [340, king[0]]);
+    // ... unless tokenizer_config.json has an added_tokens_decoder: then
+    // transformers does not read the map.
+    config(json!({
+        "tokenizer_class": "GPT2Tokenizer",
+        "add_bos_token": true,
+        "bos_token": "<|begin_of_text|>",
+        "added_tokens_decoder": {"339": {"content": "<|begin_of_text|>", "special": true}},
+    }));
+    assert_eq!(text_ids(d, " king", true), [339, king[0]]);
+}

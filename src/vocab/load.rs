@@ -111,6 +111,15 @@ impl Vocab {
                 _ => shadowed.push(index as u32),
             }
         }
+        // What declares the added special tokens: tokenizer.json, or the
+        // conversion of the older files.
+        let decl_source = match &made {
+            None => "tokenizer.json".to_string(),
+            Some(m) => format!(
+                "converted {}",
+                m.files[0].file_name().unwrap_or_default().to_string_lossy()
+            ),
+        };
         let mut added = Vec::with_capacity(raw_added.len());
         let mut special_ids = HashSet::new();
         let mut decls_tok = Vec::new();
@@ -123,7 +132,7 @@ impl Vocab {
             if a.special {
                 special_ids.insert(a.id);
                 decls_tok.push(SpecialDecl {
-                    source: "tokenizer.json".to_string(),
+                    source: decl_source.clone(),
                     role: "special".to_string(),
                     id: Some(i64::from(a.id)),
                     token: Some(a.content.clone()),

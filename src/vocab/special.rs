@@ -32,7 +32,8 @@ const MAX_CONFIG_BYTES: u64 = 64 << 20;
 pub struct SpecialDecl {
     /// The declaring file: `config.json`, `config.json:text_config`,
     /// `generation_config.json`, `tokenizer_config.json`,
-    /// `special_tokens_map.json` or `tokenizer.json`.
+    /// `special_tokens_map.json`, `tokenizer.json`, or for a vocabulary
+    /// converted from older files `converted vocab.txt` (or `vocab.json`).
     pub source: String,
     /// One of [`ROLES`]; `"additional"` for an entry of
     /// `additional_special_tokens`; `"special"` for a `tokenizer.json` added

@@ -136,6 +136,16 @@ impl Vocabulary {
         })
     }
 
+    /// The number of distinct tokens (Python's dict of them, as
+    /// transformers loads the file, keeps the last id of a repeated one).
+    pub(super) fn distinct(&self) -> u32 {
+        let tokens: std::collections::HashSet<&str> = match self {
+            Vocabulary::WordPiece(lines) => lines.iter().map(String::as_str).collect(),
+            Vocabulary::ByteLevel { entries, .. } => entries.iter().map(|e| e.token).collect(),
+        };
+        tokens.len() as u32
+    }
+
     /// The id of `token` in the model vocabulary (the last line or key
     /// wins, as in Python).
     pub(super) fn id(&self, token: &str) -> Option<u32> {

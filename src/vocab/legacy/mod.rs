@@ -69,23 +69,30 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     };
     let roles = settings.roles(class)?;
 
+    // tokenizer_config.json's added_tokens_decoder, or without one the
+    // older added_tokens.json (transformers reads one or the other).
     let mut added = Added::default();
-    added.add_decoder_tokens(&settings.path, settings.tok_config.as_ref())?;
-    let added_file = dir.join("added_tokens.json");
-    if added.add_file_tokens(&added_file, &roles)? {
-        files.push(added_file);
+    let decoder = (settings.tok_config.as_ref()).filter(|c| c.contains_key("added_tokens_decoder"));
+    if let Some(config) = decoder {
+        added.add_decoder_tokens(&settings.path, config)?;
+    } else {
+        let file = dir.join("added_tokens.json");
+        let specials: Vec<&str> = (roles.iter().map(|(_, v)| v))
+            .chain(settings.extra_special_tokens())
+            .filter_map(token_of)
+            .collect();
+        if added.add_file_tokens(&file, |t| specials.contains(&t))? {
+            files.push(file);
+        }
     }
-    // RoBERTa's and DeBERTa's mask token takes the space before it.
-    let mask_lstrip =
-        class.is_some_and(|c| matches!(c.post, Post::Roberta) || c.name == "DebertaTokenizer");
-    for (role, value) in &roles {
-        added.special(value, &vocab, *role == "mask" && mask_lstrip);
+    // Special tokens the vocabulary lacks get new ids after it, as
+    // transformers adds them.
+    let mut next = vocab.distinct().max(added.end());
+    for (_, value) in &roles {
+        added.special(value, &vocab, &mut next);
     }
-    let additional = (settings.tok_config.as_ref())
-        .and_then(|c| c.get("additional_special_tokens"))
-        .and_then(Value::as_array);
-    for value in additional.into_iter().flatten() {
-        added.special(value, &vocab, false);
+    for value in settings.extra_special_tokens() {
+        added.special(value, &vocab, &mut next);
     }
 
     let role_token = |role: &str| {
@@ -280,13 +287,19 @@ impl Settings {
     }
 
     /// The special tokens by role, as written (a string or an object with
-    /// `content`): tokenizer_config.json's, else special_tokens_map.json's,
-    /// else the class's default. A role written as null has none.
+    /// `content`), as transformers 5 reads them: tokenizer_config.json's,
+    /// overridden by special_tokens_map.json's unless tokenizer_config.json
+    /// has an `added_tokens_decoder` (then the map is not read), else the
+    /// class's default. A role written as null has none.
     fn roles(&self, class: Option<&Class>) -> Result<Vec<(&'static str, Value)>> {
+        let map = match self.tok_config.as_ref() {
+            Some(c) if c.contains_key("added_tokens_decoder") => &None,
+            _ => &self.map,
+        };
         let mut out = Vec::new();
         'roles: for role in ROLES {
             let key = format!("{role}_token");
-            for (path, obj) in [(&self.path, &self.tok_config), (&self.map_path, &self.map)] {
+            for (path, obj) in [(&self.map_path, map), (&self.path, &self.tok_config)] {
                 if let Some(value) = obj.as_ref().and_then(|o| o.get(&key)) {
                     if token_string(path, &key, value)?.is_some() {
                         out.push((role, value.clone()));
@@ -298,6 +311,16 @@ impl Settings {
             out.extend(default.map(|(_, token)| (role, json!(token))));
         }
         Ok(out)
+    }
+
+    /// tokenizer_config.json's `extra_special_tokens` (transformers 5's
+    /// name) or `additional_special_tokens`, when a list.
+    fn extra_special_tokens(&self) -> impl Iterator<Item = &Value> {
+        let config = self.tok_config.as_ref();
+        let list = ["extra_special_tokens", "additional_special_tokens"]
+            .iter()
+            .find_map(|key| config?.get(*key)?.as_array());
+        list.into_iter().flatten()
     }
 }
 
@@ -362,19 +385,9 @@ impl Added {
     }
 
     /// tokenizer_config.json's `added_tokens_decoder` (id → token object).
-    fn add_decoder_tokens(
-        &mut self,
-        path: &Path,
-        config: Option<&Map<String, Value>>,
-    ) -> Result<()> {
-        for (id, content, special) in config
-            .map(|c| added_tokens_decoder(path, c))
-            .transpose()?
-            .into_iter()
-            .flatten()
-        {
-            let flags = config
-                .and_then(|c| c.get("added_tokens_decoder"))
+    fn add_decoder_tokens(&mut self, path: &Path, config: &Map<String, Value>) -> Result<()> {
+        for (id, content, special) in added_tokens_decoder(path, config)? {
+            let flags = (config.get("added_tokens_decoder"))
                 .and_then(|d| d.get(id.to_string()))
                 .and_then(Value::as_object);
             self.push_from(path, id, &content, special, flags)?;
@@ -382,9 +395,9 @@ impl Added {
         Ok(())
     }
 
-    /// added_tokens.json (token → id), special when a role names it;
+    /// added_tokens.json (token → id), special when `is_special` says so;
     /// whether there is one.
-    fn add_file_tokens(&mut self, path: &Path, roles: &[(&str, Value)]) -> Result<bool> {
+    fn add_file_tokens(&mut self, path: &Path, is_special: impl Fn(&str) -> bool) -> Result<bool> {
         let Some(map) = read_json_object(path)? else {
             return Ok(false);
         };
@@ -398,25 +411,32 @@ impl Added {
                         format!("{content:?} has id {id}, expected a token id"),
                     )
                 })?;
-            let special = roles.iter().any(|(_, v)| token_of(v) == Some(content));
-            self.push_from(path, id, content, special, None)?;
+            self.push_from(path, id, content, is_special(content), None)?;
         }
         Ok(true)
     }
 
-    /// A special token declared by a role or in
-    /// `additional_special_tokens`, at its vocabulary id (skipped when the
-    /// vocabulary lacks it: `check` reports that).
-    fn special(&mut self, value: &Value, vocab: &Vocabulary, lstrip: bool) {
+    /// One past the highest id added so far (0 when none).
+    fn end(&self) -> u32 {
+        self.tokens.iter().map(|(id, _)| id + 1).max().unwrap_or(0)
+    }
+
+    /// A special token declared by a role or in `extra_special_tokens`:
+    /// at its vocabulary id, or at `next` (then incremented) when the
+    /// vocabulary lacks it, as transformers adds it (`check` then reports
+    /// an id past the matrix).
+    fn special(&mut self, value: &Value, vocab: &Vocabulary, next: &mut u32) {
         let Some(content) = token_of(value) else {
             return;
         };
-        let Some(id) = vocab.id(content) else {
+        if self.id(content).is_some() {
             return;
-        };
-        let mut flags = value.as_object().cloned().unwrap_or_default();
-        flags.entry("lstrip").or_insert(json!(lstrip));
-        self.push(id, content, true, Some(&flags));
+        }
+        let id = vocab.id(content).unwrap_or_else(|| {
+            *next += 1;
+            *next - 1
+        });
+        self.push(id, content, true, value.as_object());
     }
 
     fn into_json(mut self) -> Value {
