@@ -61,8 +61,17 @@ fn same_answers(original: &str, converted: &str, texts: &[&str], words: &[&str])
         );
     }
     for args in [&["check"][..], &["undertrained", "--top", "8"]] {
-        let run = |m: &str| answers(json(&[&[args[0], m][..], &args[1..]].concat()));
-        assert_eq!(run(&a), run(&b), "{args:?}");
+        let run = |m: &str| json(&[&[args[0], m][..], &args[1..]].concat());
+        let mut converted = run(&b);
+        // check says what it read; the rest is the same.
+        if args[0] == "check" {
+            let findings = converted["findings"].as_array_mut().unwrap();
+            let first = findings.remove(0);
+            assert_eq!(first["code"], "tokenizer-converted", "{first}");
+            assert_eq!(first["evidence"]["encodes"], true);
+            converted["counts"]["info"] = json!(converted["counts"]["info"].as_u64().unwrap() - 1);
+        }
+        assert_eq!(answers(run(&a)), answers(converted), "{args:?}");
     }
 }
 
@@ -103,6 +112,13 @@ fn a_vocab_txt_download_answers_as_its_tokenizer_json_does() {
             (&*format!("{d}/tokenizer_config.json"), "tokenizer config"),
             (&*vocab_txt, "tokenizer")
         ]
+    );
+    let out = text(&["check", "fixtures/bert-vocab-txt"], 0);
+    assert!(
+        out.starts_with(
+            "info  tokenizer-converted  no tokenizer.json: the vocabulary is read from vocab.txt as transformers' BertTokenizer converts them\n"
+        ),
+        "{out}"
     );
     let out = text(&["info", "fixtures/bert-vocab-txt"], 0);
     assert!(
@@ -207,6 +223,11 @@ fn a_class_not_converted_keeps_its_vocabulary_but_refuses_text() {
     assert!(
         out.contains("(tokenizer class CLIPTokenizer not converted: no --text)"),
         "{out}"
+    );
+    let v = json(&["check", d]);
+    assert_eq!(
+        v["findings"][0]["message"],
+        "no tokenizer.json: the vocabulary is read from vocab.json, merges.txt, added_tokens.json for ids and tokens only: tokenizer class CLIPTokenizer is not converted, so text is not encoded"
     );
     // The reachability test cannot encode, so it says it does not know.
     let v = json(&["undertrained", d, "--top", "3"]);

@@ -47,6 +47,27 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
             json!({"dir": s.ckpt.sources.dir.display().to_string()}),
         ));
     }
+    if let Some(c) = s.vocab.and_then(|v| v.summary().converted) {
+        let names: Vec<String> = (c.files.iter())
+            .filter_map(|f| Some(f.file_name()?.to_string_lossy().into_owned()))
+            .collect();
+        let how = match c.encodes {
+            true => format!("as transformers' {} converts them", c.class),
+            false => format!(
+                "for ids and tokens only: tokenizer class {} is not converted, so text is not encoded",
+                c.class
+            ),
+        };
+        out.push(Finding::new(
+            Severity::Info,
+            "tokenizer-converted",
+            format!(
+                "no tokenizer.json: the vocabulary is read from {} {how}",
+                names.join(", ")
+            ),
+            json!(c),
+        ));
+    }
     if s.vocab.is_none() {
         let unread = s.ckpt.unread_tokenizer_files();
         let mut evidence = json!({"dir": s.ckpt.sources.dir.display().to_string()});
