@@ -2,7 +2,9 @@
 //! transformers converts: WordPiece `vocab.txt` (`bert-vocab-txt`) and
 //! byte-level BPE `vocab.json` + `merges.txt` (`gpt2-vocab-merges`). Each
 //! fixture is a copy of `bert` / `gpt2-tied` with those files instead of
-//! the tokenizer.json, so every answer must be the same as there; settings
+//! the tokenizer.json, so every answer must be the same as there; a
+//! SentencePiece `tokenizer.model` (`sentencepiece-model`, a copy of
+//! `pieces-sentencepiece`) gives the same ids and tokens, but no text; settings
 //! from tokenizer_config.json change the conversion; a class embscope does
 //! not convert keeps its vocabulary but refuses text; malformed files are
 //! errors naming the file and line.
@@ -100,7 +102,7 @@ fn a_vocab_txt_download_answers_as_its_tokenizer_json_does() {
     assert_eq!(t["file"], vocab_txt);
     assert_eq!(
         t["converted"],
-        json!({"files": [vocab_txt], "class": "BertTokenizer", "encodes": true})
+        json!({"files": [vocab_txt], "class": "BertTokenizer", "encodes": true, "refused": null})
     );
     let kinds: Vec<(&str, &str)> = (v["files"].as_array().unwrap().iter())
         .map(|f| (f["path"].as_str().unwrap(), f["kind"].as_str().unwrap()))
@@ -152,7 +154,7 @@ fn a_vocab_json_and_merges_download_answers_as_its_tokenizer_json_does() {
     let files = ["vocab.json", "merges.txt", "added_tokens.json"].map(|f| format!("{d}/{f}"));
     assert_eq!(
         t["converted"],
-        json!({"files": files, "class": "GPT2Tokenizer", "encodes": true})
+        json!({"files": files, "class": "GPT2Tokenizer", "encodes": true, "refused": null})
     );
     let out = text(&["info", "fixtures/gpt2-vocab-merges"], 0);
     assert!(
@@ -227,7 +229,7 @@ fn a_class_not_converted_keeps_its_vocabulary_but_refuses_text() {
     let v = json(&["check", d]);
     assert_eq!(
         v["findings"][0]["message"],
-        "no tokenizer.json: the vocabulary is read from vocab.json, merges.txt, added_tokens.json for ids and tokens only: tokenizer class CLIPTokenizer is not converted, so text is not encoded"
+        "no tokenizer.json: the vocabulary is read from vocab.json, merges.txt, added_tokens.json for ids and tokens only: tokenizer class \"CLIPTokenizer\" (tokenizer_config.json) with vocab.json and merges.txt is not supported"
     );
     // The reachability test cannot encode, so it says it does not know.
     let v = json(&["undertrained", d, "--top", "3"]);
@@ -317,4 +319,73 @@ fn special_tokens_are_read_and_numbered_as_transformers_does() {
         "added_tokens_decoder": {"339": {"content": "<|begin_of_text|>", "special": true}},
     }));
     assert_eq!(text_ids(d, " king", true), [339, king[0]]);
+}
+
+#[test]
+fn a_sentencepiece_model_gives_ids_and_tokens_but_not_text() {
+    let (a, b) = (
+        fixture("pieces-sentencepiece"),
+        fixture("sentencepiece-model"),
+    );
+    for args in [
+        &["neighbors", "king", "-k", "5"][..],
+        &["neighbors", "=king", "#3", "-k", "5"],
+        &[
+            "lookup", "--token", "▁king", "--token", "<0x0A>", "--token", "</s>",
+        ],
+        &["lookup", "--id", "0", "--id", "1", "--id", "259"],
+    ] {
+        let run = |m: &str| answers(json(&[&[args[0], m][..], &args[1..]].concat()));
+        assert_eq!(run(&a), run(&b), "{args:?}");
+    }
+    let v = json(&["info", &b]);
+    let t = &v["tokenizer"];
+    assert_eq!(
+        (t["model"].as_str(), t["size"].as_u64()),
+        (Some("BPE"), Some(376))
+    );
+    assert_eq!(
+        (t["added"].as_u64(), t["special"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let why = "the encoding of a SentencePiece model is not converted (transformers builds it differently by tokenizer class and model type)";
+    assert_eq!(
+        t["converted"],
+        json!({"files": [format!("{b}/tokenizer.model")], "class": null, "encodes": false, "refused": why})
+    );
+    fails(
+        &["lookup", &b, "--text", "the king"],
+        &format!("tokenizer.model`: cannot encode text: {why}; use --id or --token"),
+    );
+    let out = text(&["info", "fixtures/sentencepiece-model"], 0);
+    assert!(
+        out.contains("tokenizer.model (vocabulary only: no --text)"),
+        "{out}"
+    );
+    let v = json(&["check", &b]);
+    assert_eq!(
+        v["findings"][0]["message"],
+        format!(
+            "no tokenizer.json: the vocabulary is read from tokenizer.model for ids and tokens only: {why}"
+        )
+    );
+
+    // Llama 3's original tokenizer.model is a tiktoken file: not read.
+    let dir = fixture_copy("sentencepiece-model");
+    let d = dir.path().to_str().unwrap();
+    let model = dir.path().join("tokenizer.model");
+    std::fs::write(&model, "IQ== 0\nIg== 1\n").unwrap();
+    let v = json(&["info", d]);
+    assert_eq!(v["tokenizer"], Value::Null);
+    let unread = (v["files"].as_array().unwrap().iter())
+        .find(|f| f["kind"] == "tokenizer, not read")
+        .unwrap();
+    assert_eq!(unread["path"], model.display().to_string());
+    // A damaged one is an error naming it.
+    let good = std::fs::read(fixture("sentencepiece-model") + "/tokenizer.model").unwrap();
+    std::fs::write(&model, &good[..5]).unwrap();
+    fails(
+        &["info", d],
+        "tokenizer.model`: not a SentencePiece model: a field of 14 bytes at byte 2 runs past the end",
+    );
 }

@@ -379,15 +379,15 @@ fn older_tokenizer_files_are_named_where_a_tokenizer_is_needed() {
     );
 
     // Two of them: both named; with a tokenizer.json beside them, neither.
-    std::fs::write(dir.path().join("tokenizer.model"), b"\x0a\x00").unwrap();
+    std::fs::write(dir.path().join("spiece.model"), b"\x0a\x00").unwrap();
     let v = json(&["check", d]);
     assert_eq!(
         v["findings"][0]["evidence"]["unread"],
-        serde_json::json!(["tokenizer.model", "vocab.json"])
+        serde_json::json!(["spiece.model", "vocab.json"])
     );
     let err = fails(
         &["neighbors", d, "king"],
-        "only tokenizer.model and vocab.json, which",
+        "only spiece.model and vocab.json, which",
     );
     assert!(err.contains("writes a tokenizer.json from them"), "{err}");
     std::fs::copy(

@@ -104,11 +104,12 @@ impl Human for InfoReport {
                             let names: Vec<String> = (c.files.iter())
                                 .map(|f| file_name(&f.display().to_string()))
                                 .collect();
-                            let how = match c.encodes {
-                                true => format!("converted as {}", c.class),
-                                false => {
-                                    format!("tokenizer class {} not converted: no --text", c.class)
+                            let how = match (c.encodes, &c.class) {
+                                (true, Some(class)) => format!("converted as {class}"),
+                                (_, Some(class)) => {
+                                    format!("tokenizer class {class} not converted: no --text")
                                 }
+                                (_, None) => "vocabulary only: no --text".to_string(),
                             };
                             format!("{} ({how})", names.join(", "))
                         }

@@ -110,11 +110,15 @@ pub struct Conversion {
     /// The files read (vocabulary first, then merges.txt and
     /// added_tokens.json when read).
     pub files: Vec<PathBuf>,
-    /// The `transformers` tokenizer class converted as, or the unknown
-    /// class the files name (then `encodes` is false).
-    pub class: String,
-    /// Whether text can be encoded (false for a class not converted).
+    /// The `transformers` tokenizer class converted as, or the one the
+    /// files name when it is not converted (then `encodes` is false).
+    pub class: Option<String>,
+    /// Whether text can be encoded: false for a class not converted and
+    /// for a SentencePiece `tokenizer.model`, whose pieces are read as the
+    /// vocabulary only.
     pub encodes: bool,
+    /// Why text is not encoded, when it is not.
+    pub refused: Option<String>,
 }
 
 /// The vocabulary of a checkpoint, read from its tokenizer files.
@@ -347,7 +351,7 @@ impl Vocab {
         };
         let bytes: std::borrow::Cow<[u8]> = match &self.made {
             Some(made) => match &made.refused {
-                Some(why) => return Err(why.clone()),
+                Some(why) => return Err(format!("cannot encode text: {why}; use --id or --token")),
                 None => std::borrow::Cow::Borrowed(&made.json),
             },
             None => std::fs::read(&self.file).map_err(|e| failed(&e))?.into(),
@@ -406,6 +410,7 @@ impl Vocab {
                 files: m.files.clone(),
                 class: m.class.clone(),
                 encodes: m.refused.is_none(),
+                refused: m.refused.clone(),
             }),
         }
     }

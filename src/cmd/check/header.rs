@@ -51,11 +51,11 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
         let names: Vec<String> = (c.files.iter())
             .filter_map(|f| Some(f.file_name()?.to_string_lossy().into_owned()))
             .collect();
-        let how = match c.encodes {
-            true => format!("as transformers' {} converts them", c.class),
-            false => format!(
-                "for ids and tokens only: tokenizer class {} is not converted, so text is not encoded",
-                c.class
+        let how = match (&c.refused, &c.class) {
+            (Some(why), _) => format!("for ids and tokens only: {why}"),
+            (None, class) => format!(
+                "as transformers' {} converts them",
+                class.as_deref().unwrap_or_default()
             ),
         };
         out.push(Finding::new(

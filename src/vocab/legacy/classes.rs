@@ -12,6 +12,11 @@ pub(crate) enum Layout {
     WordPiece,
     /// `vocab.json` (token → id) and `merges.txt` (one merge per line).
     ByteLevelBpe,
+    /// `tokenizer.model`, a SentencePiece model: its pieces are read as
+    /// the vocabulary, not its encoding (transformers' pipeline for it
+    /// depends on the class and the model type, and has changed between
+    /// its versions).
+    SentencePiece,
 }
 
 impl Layout {
@@ -20,6 +25,7 @@ impl Layout {
         match self {
             Layout::WordPiece => &["vocab.txt"],
             Layout::ByteLevelBpe => &["vocab.json", "merges.txt"],
+            Layout::SentencePiece => &["tokenizer.model"],
         }
     }
 
@@ -215,18 +221,24 @@ pub(super) fn class_name(
 }
 
 /// The layout read for `dir` and the class converted as (`None` when the
-/// named class is not one of [`CLASSES`] or does not read that layout).
+/// named class is not one of [`CLASSES`] or does not read that layout,
+/// and for a SentencePiece model, whose encoding is not converted).
 pub(super) fn choose(dir: &Path, name: Option<&str>) -> Option<(Layout, Option<&'static Class>)> {
     let known = name.and_then(|n| CLASSES.iter().find(|c| c.name == n));
     if let Some(c) = known.filter(|c| c.layout.present(dir)) {
         return Some((c.layout, Some(c)));
     }
-    let layout = [Layout::WordPiece, Layout::ByteLevelBpe]
-        .into_iter()
-        .find(|l| l.present(dir))?;
+    let layout = [
+        Layout::WordPiece,
+        Layout::ByteLevelBpe,
+        Layout::SentencePiece,
+    ]
+    .into_iter()
+    .find(|l| l.present(dir))?;
     let default = match layout {
         Layout::WordPiece => "BertTokenizer",
         Layout::ByteLevelBpe => "GPT2Tokenizer",
+        Layout::SentencePiece => return Some((layout, None)),
     };
     let class = match name {
         Some(_) => None,

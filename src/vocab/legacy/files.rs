@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 use crate::vocab::entries::Entries;
 use crate::vocab::parse::{self, RawVocab};
 
+use super::spm;
+
 /// The model vocabulary of the older files.
 pub(super) enum Vocabulary {
     /// vocab.txt's lines.
@@ -20,6 +22,8 @@ pub(super) enum Vocabulary {
         /// merges.txt's merges as a JSON array.
         merges: Vec<u8>,
     },
+    /// tokenizer.model's pieces.
+    SentencePiece(spm::Model),
 }
 
 /// Reads a file of at most the size a tokenizer.json may have.
@@ -136,12 +140,33 @@ impl Vocabulary {
         })
     }
 
+    /// tokenizer.model's pieces, or `None` for a tiktoken file of that
+    /// name (Llama 3's original release), which is not read.
+    pub(super) fn sentence_piece(path: &Path) -> Result<Option<Vocabulary>> {
+        let bytes = read_limited(path)?;
+        if spm::is_tiktoken(&bytes) {
+            return Ok(None);
+        }
+        let model = spm::parse(&bytes)
+            .map_err(|e| Error::bad_file(path, format!("not a SentencePiece model: {e}")))?;
+        Ok(Some(Vocabulary::SentencePiece(model)))
+    }
+
+    /// The pieces of a SentencePiece vocabulary (none for the others).
+    pub(super) fn pieces(&self) -> &[spm::Piece] {
+        match self {
+            Vocabulary::SentencePiece(model) => &model.pieces,
+            _ => &[],
+        }
+    }
+
     /// The number of distinct tokens (Python's dict of them, as
     /// transformers loads the file, keeps the last id of a repeated one).
     pub(super) fn distinct(&self) -> u32 {
         let tokens: std::collections::HashSet<&str> = match self {
             Vocabulary::WordPiece(lines) => lines.iter().map(String::as_str).collect(),
             Vocabulary::ByteLevel { entries, .. } => entries.iter().map(|e| e.token).collect(),
+            Vocabulary::SentencePiece(m) => m.pieces.iter().map(|p| p.text.as_str()).collect(),
         };
         tokens.len() as u32
     }
@@ -157,6 +182,9 @@ impl Vocabulary {
                 let mut found = entries.iter().filter(|e| e.token == token);
                 found.next_back().map(|e| e.id)
             }
+            Vocabulary::SentencePiece(m) => (m.pieces.iter())
+                .rposition(|p| p.text == token)
+                .map(|i| i as u32),
         }
     }
 
@@ -170,24 +198,46 @@ impl Vocabulary {
         out.extend_from_slice(&settings[..settings.len() - 1]);
         out.extend_from_slice(b",\"vocab\":");
         match self {
-            Vocabulary::WordPiece(lines) => {
-                out.push(b'{');
-                for (id, token) in lines.iter().enumerate() {
-                    if id > 0 {
-                        out.push(b',');
-                    }
-                    serde_json::to_writer(&mut out, token).expect("a string serializes");
-                    out.extend_from_slice(format!(":{id}").as_bytes());
-                }
-                out.push(b'}');
-            }
+            Vocabulary::WordPiece(lines) => object(&mut out, lines.iter().map(String::as_str)),
             Vocabulary::ByteLevel { json, merges, .. } => {
                 out.extend_from_slice(json);
                 out.extend_from_slice(b",\"merges\":");
                 out.extend_from_slice(merges);
             }
+            // Unigram's vocab is a list of [piece, score]; a BPE model's
+            // pieces are written as a vocab without merges (its merges are
+            // not derived: it does not encode).
+            Vocabulary::SentencePiece(m) if !m.bpe => {
+                // A score that is not finite would be written as null.
+                let list: Vec<(&str, f32)> = (m.pieces.iter())
+                    .map(|p| {
+                        (
+                            p.text.as_str(),
+                            if p.score.is_finite() { p.score } else { 0.0 },
+                        )
+                    })
+                    .collect();
+                serde_json::to_writer(&mut out, &list).expect("pieces serialize");
+            }
+            Vocabulary::SentencePiece(m) => {
+                object(&mut out, m.pieces.iter().map(|p| p.text.as_str()));
+                out.extend_from_slice(b",\"merges\":[]");
+            }
         }
         out.extend_from_slice(b"}}");
         out
     }
+}
+
+/// Writes a JSON object of `tokens`, each to its place: `{"a":0,"b":1}`.
+fn object<'a>(out: &mut Vec<u8>, tokens: impl Iterator<Item = &'a str>) {
+    out.push(b'{');
+    for (id, token) in tokens.enumerate() {
+        if id > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, token).expect("a string serializes");
+        out.extend_from_slice(format!(":{id}").as_bytes());
+    }
+    out.push(b'}');
 }

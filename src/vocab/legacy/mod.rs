@@ -1,6 +1,7 @@
 //! Reading the tokenizer files of downloads that have no tokenizer.json:
 //! WordPiece `vocab.txt` (BERT and its kin) and byte-level BPE
-//! `vocab.json` + `merges.txt` (GPT-2, RoBERTa and theirs).
+//! `vocab.json` + `merges.txt` (GPT-2, RoBERTa and theirs), and the pieces
+//! of a SentencePiece `tokenizer.model` (vocabulary only, see `spm`).
 //!
 //! They are turned, in memory, into the tokenizer.json that `transformers`
 //! writes for them (`AutoTokenizer.from_pretrained(dir)` runs the
@@ -18,6 +19,7 @@
 
 mod classes;
 mod files;
+mod spm;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +29,7 @@ use tokenizers::decoders::wordpiece::WordPiece as WordPieceDecoder;
 use tokenizers::normalizers::BertNormalizer;
 use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::processors::roberta::RobertaProcessing;
 use tokenizers::processors::template::TemplateProcessing;
 
@@ -35,6 +38,7 @@ use super::special::{added_tokens_decoder, read_json_object, token_string};
 use crate::error::{Error, Result};
 use classes::{Class, Layout, Post, choose, class_name};
 use files::Vocabulary;
+use spm::PieceType;
 
 /// The roles whose tokens a converted tokenizer adds as special tokens.
 const ROLES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
@@ -43,13 +47,14 @@ const ROLES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
 pub(crate) struct Made {
     /// The files read, the first named in messages.
     pub files: Vec<PathBuf>,
-    /// The `transformers` tokenizer class whose conversion it follows (or
-    /// the unknown one named, see `refused`).
-    pub class: String,
+    /// The `transformers` tokenizer class whose conversion it follows, or
+    /// the one the files name when it is not converted (see `refused`).
+    pub class: Option<String>,
     /// The tokenizer.json.
     pub json: Arc<[u8]>,
-    /// Why text cannot be encoded (a class not converted here): the
-    /// message to show after the file name.
+    /// Why text cannot be encoded (a class not converted here, a
+    /// SentencePiece model), as a clause: "tokenizer class ... is not
+    /// supported".
     pub refused: Option<String>,
 }
 
@@ -66,6 +71,10 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     let vocab = match layout {
         Layout::WordPiece => Vocabulary::word_piece(&files[0])?,
         Layout::ByteLevelBpe => Vocabulary::byte_level(&files[0], &files[1])?,
+        Layout::SentencePiece => match Vocabulary::sentence_piece(&files[0])? {
+            Some(vocab) => vocab,
+            None => return Ok(None),
+        },
     };
     let roles = settings.roles(class)?;
 
@@ -85,14 +94,25 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
             files.push(file);
         }
     }
-    // Special tokens the vocabulary lacks get new ids after it, as
-    // transformers adds them.
-    let mut next = vocab.distinct().max(added.end());
-    for (_, value) in &roles {
-        added.special(value, &vocab, &mut next);
-    }
-    for value in settings.extra_special_tokens() {
-        added.special(value, &vocab, &mut next);
+    if layout == Layout::SentencePiece {
+        // Its control and unknown pieces are special tokens, user-defined
+        // ones plain added tokens, as transformers adds them.
+        for (id, piece) in vocab.pieces().iter().enumerate() {
+            let special = matches!(piece.kind, PieceType::Control | PieceType::Unknown);
+            if special || piece.kind == PieceType::UserDefined {
+                added.push(id as u32, &piece.text, special, Some(&not_normalized()));
+            }
+        }
+    } else {
+        // Special tokens the vocabulary lacks get new ids after it, as
+        // transformers adds them.
+        let mut next = vocab.distinct().max(added.end());
+        for (_, value) in &roles {
+            added.special(value, &vocab, &mut next);
+        }
+        for value in settings.extra_special_tokens() {
+            added.special(value, &vocab, &mut next);
+        }
     }
 
     let role_token = |role: &str| {
@@ -122,6 +142,24 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
             "byte_fallback": false,
             "ignore_merges": false,
         }),
+        Layout::SentencePiece => match &vocab {
+            Vocabulary::SentencePiece(m) if m.bpe => json!({
+                "type": "BPE",
+                "dropout": null,
+                "unk_token": null,
+                "continuing_subword_prefix": null,
+                "end_of_word_suffix": null,
+                "fuse_unk": true,
+                "byte_fallback": m.byte_fallback,
+                "ignore_merges": false,
+            }),
+            _ => {
+                let unk = (vocab.pieces().iter()).position(|p| p.kind == PieceType::Unknown);
+                let byte_fallback =
+                    matches!(&vocab, Vocabulary::SentencePiece(m) if m.byte_fallback);
+                json!({"type": "Unigram", "unk_id": unk, "byte_fallback": byte_fallback})
+            }
+        },
     };
     let head = json!({
         "version": "1.0",
@@ -135,16 +173,21 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     });
     let json = vocab.write(&head, &model);
 
-    let refused = class.is_none().then(|| {
-        format!(
-            "cannot encode text: tokenizer class {:?} (tokenizer_config.json) with {} is not supported; use --id or --token",
+    let refused = match (class, layout) {
+        (Some(_), _) => None,
+        (None, Layout::SentencePiece) => Some(
+            "the encoding of a SentencePiece model is not converted (transformers builds it differently by tokenizer class and model type)"
+                .to_string(),
+        ),
+        (None, _) => Some(format!(
+            "tokenizer class {:?} (tokenizer_config.json) with {} is not supported",
             name.as_deref().unwrap_or_default(),
             layout.files().join(" and "),
-        )
-    });
+        )),
+    };
     Ok(Some(Made {
         files,
-        class: class.map_or_else(|| name.unwrap_or_default(), |c| c.name.to_string()),
+        class: class.map(|c| c.name.to_string()).or(name),
         json: json.into(),
         refused,
     }))
@@ -189,6 +232,13 @@ impl Pipeline {
                 Value::Null,
                 component(file, &ByteLevel::new(add_prefix_space, true, true))?,
                 component(file, &ByteLevel::new(true, true, true))?,
+            ),
+            // Only so the entries read as SentencePiece's (`▁king`): the
+            // encoding is refused.
+            Layout::SentencePiece => (
+                Value::Null,
+                component(file, &Metaspace::new('▁', PrependScheme::First, false))?,
+                Value::Null,
             ),
         };
         // `first $A last`, or nothing when a token is missing (`check`
@@ -235,6 +285,13 @@ impl Pipeline {
             decoder,
         })
     }
+}
+
+/// The flags of an added token matched on the text as written.
+fn not_normalized() -> Map<String, Value> {
+    let mut flags = Map::new();
+    flags.insert("normalized".into(), json!(false));
+    flags
 }
 
 /// A `tokenizers` component as its tokenizer.json value.
