@@ -1,6 +1,7 @@
 //! Reading `vocab.txt`, `vocab.json` and `merges.txt` as `transformers`
 //! reads them, and writing the tokenizer.json model of what they hold.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -160,31 +161,20 @@ impl Vocabulary {
         }
     }
 
-    /// The number of distinct tokens (Python's dict of them, as
-    /// transformers loads the file, keeps the last id of a repeated one).
-    pub(super) fn distinct(&self) -> u32 {
-        let tokens: std::collections::HashSet<&str> = match self {
-            Vocabulary::WordPiece(lines) => lines.iter().map(String::as_str).collect(),
-            Vocabulary::ByteLevel { entries, .. } => entries.iter().map(|e| e.token).collect(),
-            Vocabulary::SentencePiece(m) => m.pieces.iter().map(|p| p.text.as_str()).collect(),
-        };
-        tokens.len() as u32
-    }
-
-    /// The id of `token` in the model vocabulary (the last line or key
-    /// wins, as in Python).
-    pub(super) fn id(&self, token: &str) -> Option<u32> {
+    /// Token → id, as Python's dict of them (as transformers loads the
+    /// file) keeps it: the last id of a repeated token. Its length is the
+    /// vocabulary size transformers counts.
+    pub(super) fn index(&self) -> HashMap<&str, u32> {
         match self {
-            Vocabulary::WordPiece(lines) => {
-                lines.iter().rposition(|t| t == token).map(|i| i as u32)
-            }
+            Vocabulary::WordPiece(lines) => (lines.iter().enumerate())
+                .map(|(id, t)| (t.as_str(), id as u32))
+                .collect(),
             Vocabulary::ByteLevel { entries, .. } => {
-                let mut found = entries.iter().filter(|e| e.token == token);
-                found.next_back().map(|e| e.id)
+                entries.iter().map(|e| (e.token, e.id)).collect()
             }
-            Vocabulary::SentencePiece(m) => (m.pieces.iter())
-                .rposition(|p| p.text == token)
-                .map(|i| i as u32),
+            Vocabulary::SentencePiece(m) => (m.pieces.iter().enumerate())
+                .map(|(id, p)| (p.text.as_str(), id as u32))
+                .collect(),
         }
     }
 

@@ -21,6 +21,8 @@ mod classes;
 mod files;
 mod spm;
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -77,6 +79,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
         },
     };
     let roles = settings.roles(class)?;
+    let index = vocab.index();
 
     // tokenizer_config.json's added_tokens_decoder, or without one the
     // older added_tokens.json (transformers reads one or the other).
@@ -106,12 +109,12 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     } else {
         // Special tokens the vocabulary lacks get new ids after it, as
         // transformers adds them.
-        let mut next = vocab.distinct().max(added.end());
+        let mut next = (index.len() as u32).max(added.end());
         for (_, value) in &roles {
-            added.special(value, &vocab, &mut next);
+            added.special(value, &index, &mut next);
         }
         for value in settings.extra_special_tokens() {
-            added.special(value, &vocab, &mut next);
+            added.special(value, &index, &mut next);
         }
     }
 
@@ -121,7 +124,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     };
     let special = |role: &str| {
         let token = role_token(role)?;
-        let id = added.id(token).or_else(|| vocab.id(token))?;
+        let id = added.id(token).or_else(|| index.get(token).copied())?;
         Some((token.to_string(), id))
     };
     let pipeline = Pipeline::new(&files[0], layout, class.map(|c| c.post), &settings, special)?;
@@ -385,21 +388,21 @@ impl Settings {
 #[derive(Default)]
 struct Added {
     tokens: Vec<(u32, Map<String, Value>)>,
+    /// Content → id of `tokens`.
+    ids: HashMap<String, u32>,
 }
 
 impl Added {
     fn id(&self, content: &str) -> Option<u32> {
-        self.tokens
-            .iter()
-            .find(|(_, t)| t.get("content").and_then(Value::as_str) == Some(content))
-            .map(|(id, _)| *id)
+        self.ids.get(content).copied()
     }
 
     /// Adds a token unless one with its content is there.
     fn push(&mut self, id: u32, content: &str, special: bool, flags: Option<&Map<String, Value>>) {
-        if self.id(content).is_some() {
-            return;
-        }
+        match self.ids.entry(content.to_string()) {
+            Entry::Occupied(_) => return,
+            Entry::Vacant(slot) => slot.insert(id),
+        };
         let flag = |key: &str, default: bool| {
             json!(
                 flags
@@ -482,14 +485,14 @@ impl Added {
     /// at its vocabulary id, or at `next` (then incremented) when the
     /// vocabulary lacks it, as transformers adds it (`check` then reports
     /// an id past the matrix).
-    fn special(&mut self, value: &Value, vocab: &Vocabulary, next: &mut u32) {
+    fn special(&mut self, value: &Value, index: &HashMap<&str, u32>, next: &mut u32) {
         let Some(content) = token_of(value) else {
             return;
         };
         if self.id(content).is_some() {
             return;
         }
-        let id = vocab.id(content).unwrap_or_else(|| {
+        let id = index.get(content).copied().unwrap_or_else(|| {
             *next += 1;
             *next - 1
         });
