@@ -52,6 +52,10 @@ const NO_ENTRY: u32 = u32::MAX;
 /// building the map.
 const SCANS_BEFORE_MAP: usize = 32;
 
+/// Added tokens up to this many are scanned for a lookup by string; with
+/// more (a file may add hundreds of thousands), the string map answers.
+const ADDED_SCAN_MAX: usize = 4096;
+
 /// One entry of tokenizer.json `added_tokens`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AddedToken {
@@ -270,13 +274,16 @@ impl Vocab {
     /// The id of an exact raw entry (model vocab or added token).
     pub fn id(&self, token: &str) -> Option<u32> {
         // Special tokens are added tokens: a short scan answers them
-        // without building the map of the whole vocabulary.
-        if let Some(a) = self.added.iter().rev().find(|a| a.content == token) {
+        // without building the map of the whole vocabulary (with many
+        // added tokens, the map answers: it has them too).
+        let few_added = self.added.len() <= ADDED_SCAN_MAX;
+        if few_added && let Some(a) = self.added.iter().rev().find(|a| a.content == token) {
             return Some(a.id);
         }
         // A few lookups (a word query tries two or three forms) scan the
         // entries, far cheaper than building the map; many build it.
-        if self.by_token.get().is_none()
+        if few_added
+            && self.by_token.get().is_none()
             && self
                 .scans
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)

@@ -89,7 +89,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
         added.add_decoder_tokens(&settings.path, config)?;
     } else {
         let file = dir.join("added_tokens.json");
-        let specials: Vec<&str> = (roles.iter().map(|(_, v)| v))
+        let specials: std::collections::HashSet<&str> = (roles.iter().map(|(_, v)| v))
             .chain(settings.extra_special_tokens())
             .filter_map(token_of)
             .collect();
