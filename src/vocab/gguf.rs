@@ -61,8 +61,9 @@ pub enum TokenType {
 }
 
 impl TokenType {
-    /// The kind of a `token_type` value, if it is one of the seven.
-    fn from_code(code: i64) -> Option<TokenType> {
+    /// The kind of a `token_type` value, if it is one of the seven (the
+    /// numbers of SentencePiece's piece types, which llama.cpp took).
+    pub(crate) fn from_code(code: i64) -> Option<TokenType> {
         Some(match code {
             0 => TokenType::Undefined,
             1 => TokenType::Normal,

@@ -35,12 +35,12 @@ use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::processors::roberta::RobertaProcessing;
 use tokenizers::processors::template::TemplateProcessing;
 
+use super::TokenType;
 use super::parse;
 use super::special::{added_tokens_decoder, read_json_object, token_string};
 use crate::error::{Error, Result};
 use classes::{Class, Layout, Post, choose, class_name};
 use files::Vocabulary;
-use spm::PieceType;
 
 /// The roles whose tokens a converted tokenizer adds as special tokens.
 const ROLES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
@@ -101,8 +101,8 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
         // Its control and unknown pieces are special tokens, user-defined
         // ones plain added tokens, as transformers adds them.
         for (id, piece) in vocab.pieces().iter().enumerate() {
-            let special = matches!(piece.kind, PieceType::Control | PieceType::Unknown);
-            if special || piece.kind == PieceType::UserDefined {
+            let special = matches!(piece.kind, TokenType::Control | TokenType::Unknown);
+            if special || piece.kind == TokenType::UserDefined {
                 added.push(id as u32, &piece.text, special, Some(&not_normalized()));
             }
         }
@@ -157,7 +157,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
                 "ignore_merges": false,
             }),
             _ => {
-                let unk = (vocab.pieces().iter()).position(|p| p.kind == PieceType::Unknown);
+                let unk = (vocab.pieces().iter()).position(|p| p.kind == TokenType::Unknown);
                 let byte_fallback =
                     matches!(&vocab, Vocabulary::SentencePiece(m) if m.byte_fallback);
                 json!({"type": "Unigram", "unk_id": unk, "byte_fallback": byte_fallback})

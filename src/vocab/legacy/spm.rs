@@ -1,28 +1,20 @@
 //! Reading the pieces of a SentencePiece model (`tokenizer.model`), a
 //! protobuf `ModelProto`: field 1 holds the pieces in id order, each a
 //! message of `piece` (1, a string), `score` (2, a float) and `type` (3:
-//! 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte);
+//! 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte: the
+//! numbers of GGUF's token types, [`TokenType`]);
 //! field 2, the trainer spec, holds `model_type` (3: 1 Unigram, 2 BPE,
 //! 3 word, 4 char) and `byte_fallback` (35). Everything else is skipped by
 //! its wire type. Only what the vocabulary needs is read.
 
-/// A piece's type as SentencePiece stores it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PieceType {
-    Normal,
-    Unknown,
-    Control,
-    UserDefined,
-    Unused,
-    Byte,
-}
+use crate::vocab::TokenType;
 
 /// One piece: its text, score and type; its id is its place.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Piece {
     pub text: String,
     pub score: f32,
-    pub kind: PieceType,
+    pub kind: TokenType,
 }
 
 /// What embscope reads of a SentencePiece model.
@@ -91,7 +83,7 @@ fn piece(bytes: &[u8]) -> Result<Piece, String> {
     let mut p = Piece {
         text: String::new(),
         score: 0.0,
-        kind: PieceType::Normal,
+        kind: TokenType::Normal,
     };
     let mut r = Reader { bytes, at: 0 };
     while let Some((field, value)) = r.field()? {
@@ -101,15 +93,10 @@ fn piece(bytes: &[u8]) -> Result<Piece, String> {
             }
             (2, Value::Fixed32(v)) => p.score = f32::from_bits(v),
             (3, Value::Varint(v)) => {
-                p.kind = match v {
-                    1 => PieceType::Normal,
-                    2 => PieceType::Unknown,
-                    3 => PieceType::Control,
-                    4 => PieceType::UserDefined,
-                    5 => PieceType::Unused,
-                    6 => PieceType::Byte,
-                    other => return Err(format!("type {other} is not a piece type")),
-                }
+                p.kind = i64::try_from(v)
+                    .ok()
+                    .and_then(TokenType::from_code)
+                    .ok_or_else(|| format!("type {v} is not a piece type"))?;
             }
             (1..=3, _) => return Err(format!("field {field} has the wrong wire type")),
             _ => {}
@@ -188,59 +175,27 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A varint.
-    fn varint(mut v: u64, out: &mut Vec<u8>) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-
-    fn bytes_field(field: u64, b: &[u8], out: &mut Vec<u8>) {
-        varint(field << 3 | 2, out);
-        varint(b.len() as u64, out);
-        out.extend_from_slice(b);
-    }
-
-    fn piece_bytes(text: &str, score: f32, kind: u64) -> Vec<u8> {
-        let mut p = Vec::new();
-        bytes_field(1, text.as_bytes(), &mut p);
-        varint(2 << 3 | 5, &mut p);
-        p.extend_from_slice(&score.to_le_bytes());
-        varint(3 << 3, &mut p);
-        varint(kind, &mut p);
-        p
-    }
+    use crate::vocab::tokenizer_files::write_sentencepiece_model;
 
     #[test]
     fn reads_pieces_types_and_the_trainer_spec() {
-        let mut m = Vec::new();
-        for (text, score, kind) in [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("▁king", -3.5, 1)] {
-            bytes_field(1, &piece_bytes(text, score, kind), &mut m);
-        }
-        let mut spec = Vec::new();
-        varint(3 << 3, &mut spec);
-        varint(2, &mut spec);
-        varint(35 << 3, &mut spec);
-        varint(1, &mut spec);
-        bytes_field(2, &spec, &mut m);
-        // A field this reader skips (normalizer spec, a 64-bit value).
-        bytes_field(3, b"\x0a\x03nfk", &mut m);
-        varint(9 << 3 | 1, &mut m);
-        m.extend_from_slice(&[0; 8]);
+        let dir = tempfile::tempdir().unwrap();
+        let pieces = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("▁king", -3.5, 1)];
+        write_sentencepiece_model(dir.path(), &pieces).unwrap();
+        let mut m = std::fs::read(dir.path().join("tokenizer.model")).unwrap();
+        // Fields this reader skips: a normalizer spec, a 64-bit value.
+        m.extend_from_slice(b"\x1a\x05\x0a\x03nfk\x49\0\0\0\0\0\0\0\0");
         let model = parse(&m).unwrap();
         assert!(model.bpe && model.byte_fallback);
-        let got: Vec<(&str, f32, PieceType)> = (model.pieces.iter())
+        let got: Vec<(&str, f32, TokenType)> = (model.pieces.iter())
             .map(|p| (p.text.as_str(), p.score, p.kind))
             .collect();
         assert_eq!(
             got,
             [
-                ("<unk>", 0.0, PieceType::Unknown),
-                ("<s>", 0.0, PieceType::Control),
-                ("▁king", -3.5, PieceType::Normal)
+                ("<unk>", 0.0, TokenType::Unknown),
+                ("<s>", 0.0, TokenType::Control),
+                ("▁king", -3.5, TokenType::Normal)
             ]
         );
         // Cut anywhere inside, it is an error, never a panic.
@@ -252,6 +207,10 @@ mod tests {
         assert_eq!(
             parse(&m[..5]).unwrap_err(),
             "a field of 14 bytes at byte 2 runs past the end"
+        );
+        assert_eq!(
+            parse(b"\x0a\x02\x18\x09").unwrap_err(),
+            "piece 0: type 9 is not a piece type"
         );
     }
 
