@@ -389,3 +389,54 @@ fn a_sentencepiece_model_gives_ids_and_tokens_but_not_text() {
         "tokenizer.model`: not a SentencePiece model: a field of 14 bytes at byte 2 runs past the end",
     );
 }
+
+#[test]
+fn a_t5_spiece_model_gives_its_pieces_and_sentinels() {
+    // sentencepiece-model's pieces as a T5 download's spiece.model.
+    let dir = fixture_copy("sentencepiece-model");
+    let d = dir.path().to_str().unwrap();
+    std::fs::rename(
+        dir.path().join("tokenizer.model"),
+        dir.path().join("spiece.model"),
+    )
+    .unwrap();
+    let config =
+        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    // Three sentinels after the 376 pieces, the last first.
+    config(json!({"tokenizer_class": "T5Tokenizer", "extra_ids": 3}));
+    let v = json(&["info", d]);
+    assert_eq!(v["tokenizer"]["size"], 379);
+    assert_eq!(v["tokenizer"]["converted"]["class"], "T5Tokenizer");
+    assert_eq!(v["tokenizer"]["converted"]["encodes"], false);
+    let out = crate::common::embscope()
+        .args(["--json", "check", d])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = (v["findings"].as_array().unwrap().iter())
+        .find(|f| f["code"] == "tokenizer-larger-than-matrix")
+        .unwrap();
+    assert_eq!(
+        f["message"],
+        "tokenizer has 379 ids, `model.embed_tokens.weight` has 376 rows: 3 token(s) index past the end (376 \"<extra_id_2>\", 377 \"<extra_id_1>\", 378 \"<extra_id_0>\")"
+    );
+    let v = json(&["lookup", d, "--token", "▁king"]);
+    assert_eq!(v["rows"][0]["id"], 292);
+    // T5 adds 100 by default; config.json's model_type names the class.
+    std::fs::remove_file(dir.path().join("tokenizer_config.json")).unwrap();
+    let mut c: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
+            .unwrap();
+    c["model_type"] = json!("t5");
+    std::fs::write(dir.path().join("config.json"), c.to_string()).unwrap();
+    assert_eq!(json(&["info", d])["tokenizer"]["size"], 476);
+    config(json!({"tokenizer_class": "T5Tokenizer", "extra_ids": "many"}));
+    fails(
+        &["info", d],
+        "tokenizer_config.json`: `extra_ids` is \"many\", expected a count below 16777216",
+    );
+    // Another class's spiece.model (ALBERT's, XLNet's ...) is not read.
+    config(json!({"tokenizer_class": "AlbertTokenizer"}));
+    let v = json(&["info", d]);
+    assert_eq!(v["tokenizer"], Value::Null);
+}

@@ -17,6 +17,9 @@ pub(crate) enum Layout {
     /// depends on the class and the model type, and has changed between
     /// its versions).
     SentencePiece,
+    /// `spiece.model` of a T5 tokenizer class: as `SentencePiece`, with
+    /// the `<extra_id_N>` sentinels T5 adds after the pieces.
+    T5Spiece,
 }
 
 impl Layout {
@@ -26,6 +29,7 @@ impl Layout {
             Layout::WordPiece => &["vocab.txt"],
             Layout::ByteLevelBpe => &["vocab.json", "merges.txt"],
             Layout::SentencePiece => &["tokenizer.model"],
+            Layout::T5Spiece => &["spiece.model"],
         }
     }
 
@@ -203,7 +207,13 @@ const MODEL_TYPES: &[(&str, &str)] = &[
     ("led", "LEDTokenizer"),
     ("mvp", "MvpTokenizer"),
     ("deberta", "DebertaTokenizer"),
+    ("t5", "T5Tokenizer"),
+    ("mt5", "MT5Tokenizer"),
+    ("umt5", "T5Tokenizer"),
 ];
+
+/// The T5 classes, whose `spiece.model` is read (for its vocabulary).
+const T5_CLASSES: [&str; 3] = ["T5Tokenizer", "MT5Tokenizer", "UMT5Tokenizer"];
 
 /// The class named for the files of `dir`: tokenizer_config.json's
 /// `tokenizer_class` (without `Fast`), else by `config.json`'s
@@ -222,8 +232,12 @@ pub(super) fn class_name(
 
 /// The layout read for `dir` and the class converted as (`None` when the
 /// named class is not one of [`CLASSES`] or does not read that layout,
-/// and for a SentencePiece model, whose encoding is not converted).
+/// and for a SentencePiece model, whose encoding is not converted: a
+/// `tokenizer.model`, or the `spiece.model` of a T5 class).
 pub(super) fn choose(dir: &Path, name: Option<&str>) -> Option<(Layout, Option<&'static Class>)> {
+    if name.is_some_and(|n| T5_CLASSES.contains(&n)) && Layout::T5Spiece.present(dir) {
+        return Some((Layout::T5Spiece, None));
+    }
     let known = name.and_then(|n| CLASSES.iter().find(|c| c.name == n));
     if let Some(c) = known.filter(|c| c.layout.present(dir)) {
         return Some((c.layout, Some(c)));
@@ -238,7 +252,7 @@ pub(super) fn choose(dir: &Path, name: Option<&str>) -> Option<(Layout, Option<&
     let default = match layout {
         Layout::WordPiece => "BertTokenizer",
         Layout::ByteLevelBpe => "GPT2Tokenizer",
-        Layout::SentencePiece => return Some((layout, None)),
+        Layout::SentencePiece | Layout::T5Spiece => return Some((layout, None)),
     };
     let class = match name {
         Some(_) => None,

@@ -1,7 +1,8 @@
 //! Reading the tokenizer files of downloads that have no tokenizer.json:
 //! WordPiece `vocab.txt` (BERT and its kin) and byte-level BPE
 //! `vocab.json` + `merges.txt` (GPT-2, RoBERTa and theirs), and the pieces
-//! of a SentencePiece `tokenizer.model` (vocabulary only, see `spm`).
+//! of a SentencePiece `tokenizer.model` or of a T5 class's `spiece.model`
+//! with T5's sentinels (vocabulary only, see `spm`).
 //!
 //! They are turned, in memory, into the tokenizer.json that `transformers`
 //! writes for them (`AutoTokenizer.from_pretrained(dir)` runs the
@@ -73,7 +74,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     let vocab = match layout {
         Layout::WordPiece => Vocabulary::word_piece(&files[0])?,
         Layout::ByteLevelBpe => Vocabulary::byte_level(&files[0], &files[1])?,
-        Layout::SentencePiece => match Vocabulary::sentence_piece(&files[0])? {
+        Layout::SentencePiece | Layout::T5Spiece => match Vocabulary::sentence_piece(&files[0])? {
             Some(vocab) => vocab,
             None => return Ok(None),
         },
@@ -97,7 +98,8 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
             files.push(file);
         }
     }
-    if layout == Layout::SentencePiece {
+    let sentence_piece = matches!(layout, Layout::SentencePiece | Layout::T5Spiece);
+    if sentence_piece {
         // Its control and unknown pieces are special tokens, user-defined
         // ones plain added tokens, as transformers adds them.
         for (id, piece) in vocab.pieces().iter().enumerate() {
@@ -106,7 +108,19 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
                 added.push(id as u32, &piece.text, special, Some(&not_normalized()));
             }
         }
-    } else {
+    }
+    if layout == Layout::T5Spiece {
+        // T5's sentinels follow the pieces, the last first: `<extra_id_0>`
+        // has the highest id.
+        let n = settings.count("extra_ids")?.unwrap_or(100);
+        let first = vocab.pieces().len() as u32;
+        for i in 0..n {
+            let id = first.saturating_add(i);
+            let token = format!("<extra_id_{}>", n - 1 - i);
+            added.push_from(&settings.path, id, &token, true, Some(&not_normalized()))?;
+        }
+    }
+    if !sentence_piece {
         // Special tokens the vocabulary lacks get new ids after it, as
         // transformers adds them.
         let mut next = (index.len() as u32).max(added.end());
@@ -145,7 +159,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
             "byte_fallback": false,
             "ignore_merges": false,
         }),
-        Layout::SentencePiece => match &vocab {
+        Layout::SentencePiece | Layout::T5Spiece => match &vocab {
             Vocabulary::SentencePiece(m) if m.bpe => json!({
                 "type": "BPE",
                 "dropout": null,
@@ -178,7 +192,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
 
     let refused = match (class, layout) {
         (Some(_), _) => None,
-        (None, Layout::SentencePiece) => Some(
+        (None, Layout::SentencePiece | Layout::T5Spiece) => Some(
             "the encoding of a SentencePiece model is not converted (transformers builds it differently by tokenizer class and model type)"
                 .to_string(),
         ),
@@ -238,7 +252,7 @@ impl Pipeline {
             ),
             // Only so the entries read as SentencePiece's (`▁king`): the
             // encoding is refused.
-            Layout::SentencePiece => (
+            Layout::SentencePiece | Layout::T5Spiece => (
                 Value::Null,
                 component(file, &Metaspace::new('▁', PrependScheme::First, false))?,
                 Value::Null,
@@ -331,6 +345,25 @@ impl Settings {
             path,
             map_path,
         })
+    }
+
+    /// The count `key` of tokenizer_config.json (a whole number below
+    /// the id limit): `None` when absent or null.
+    fn count(&self, key: &str) -> Result<Option<u32>> {
+        match self.tok_config.as_ref().and_then(|m| m.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|&n| n < parse::MAX_ID)
+                .map(Some)
+                .ok_or_else(|| {
+                    Error::bad_file(
+                        &self.path,
+                        format!("`{key}` is {v}, expected a count below {}", parse::MAX_ID),
+                    )
+                }),
+        }
     }
 
     /// The boolean `key` of tokenizer_config.json: `None` when absent or
