@@ -433,7 +433,7 @@ fn a_t5_spiece_model_gives_its_pieces_and_sentinels() {
     config(json!({"tokenizer_class": "T5Tokenizer", "extra_ids": "many"}));
     fails(
         &["info", d],
-        "tokenizer_config.json`: `extra_ids` is \"many\", expected a count below 16777216",
+        "tokenizer_config.json`: `extra_ids` is \"many\", expected a count up to 65536",
     );
     // Another class's spiece.model (ALBERT's, XLNet's ...) is not read.
     config(json!({"tokenizer_class": "AlbertTokenizer"}));

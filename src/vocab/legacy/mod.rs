@@ -43,6 +43,10 @@ use crate::error::{Error, Result};
 use classes::{Class, Layout, Post, choose, class_name};
 use files::Vocabulary;
 
+/// The most T5 sentinels (`extra_ids`) read: T5 has 100; a hostile file
+/// must not make millions of tokens.
+const MAX_EXTRA_IDS: u32 = 1 << 16;
+
 /// The roles whose tokens a converted tokenizer adds as special tokens.
 const ROLES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
 
@@ -82,55 +86,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     let roles = settings.roles(class)?;
     let index = vocab.index();
 
-    // tokenizer_config.json's added_tokens_decoder, or without one the
-    // older added_tokens.json (transformers reads one or the other).
-    let mut added = Added::default();
-    let decoder = (settings.tok_config.as_ref()).filter(|c| c.contains_key("added_tokens_decoder"));
-    if let Some(config) = decoder {
-        added.add_decoder_tokens(&settings.path, config)?;
-    } else {
-        let file = dir.join("added_tokens.json");
-        let specials: std::collections::HashSet<&str> = (roles.iter().map(|(_, v)| v))
-            .chain(settings.extra_special_tokens())
-            .filter_map(token_of)
-            .collect();
-        if added.add_file_tokens(&file, |t| specials.contains(&t))? {
-            files.push(file);
-        }
-    }
-    let sentence_piece = matches!(layout, Layout::SentencePiece | Layout::T5Spiece);
-    if sentence_piece {
-        // Its control and unknown pieces are special tokens, user-defined
-        // ones plain added tokens, as transformers adds them.
-        for (id, piece) in vocab.pieces().iter().enumerate() {
-            let special = matches!(piece.kind, TokenType::Control | TokenType::Unknown);
-            if special || piece.kind == TokenType::UserDefined {
-                added.push(id as u32, &piece.text, special, Some(&not_normalized()));
-            }
-        }
-    }
-    if layout == Layout::T5Spiece {
-        // T5's sentinels follow the pieces, the last first: `<extra_id_0>`
-        // has the highest id.
-        let n = settings.count("extra_ids")?.unwrap_or(100);
-        let first = vocab.pieces().len() as u32;
-        for i in 0..n {
-            let id = first.saturating_add(i);
-            let token = format!("<extra_id_{}>", n - 1 - i);
-            added.push_from(&settings.path, id, &token, true, Some(&not_normalized()))?;
-        }
-    }
-    if !sentence_piece {
-        // Special tokens the vocabulary lacks get new ids after it, as
-        // transformers adds them.
-        let mut next = (index.len() as u32).max(added.end());
-        for (_, value) in &roles {
-            added.special(value, &index, &mut next);
-        }
-        for value in settings.extra_special_tokens() {
-            added.special(value, &index, &mut next);
-        }
-    }
+    let added = added_tokens(dir, layout, &settings, (&roles, &vocab, &index), &mut files)?;
 
     let role_token = |role: &str| {
         let (_, value) = roles.iter().find(|(r, _)| *r == role)?;
@@ -208,6 +164,71 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
         json: json.into(),
         refused,
     }))
+}
+
+/// The added tokens of the converted tokenizer, as transformers adds them:
+/// tokenizer_config.json's `added_tokens_decoder` or else added_tokens.json
+/// (added to `files` when read); a SentencePiece model's control, unknown
+/// and user-defined pieces, and T5's sentinels; and the special tokens
+/// `roles` and `extra_special_tokens` declare, at their vocabulary ids or
+/// (but for SentencePiece) new ones after it.
+fn added_tokens(
+    dir: &Path,
+    layout: Layout,
+    settings: &Settings,
+    (roles, vocab, index): (&[(&str, Value)], &Vocabulary, &HashMap<&str, u32>),
+    files: &mut Vec<PathBuf>,
+) -> Result<Added> {
+    // tokenizer_config.json's added_tokens_decoder, or without one the
+    // older added_tokens.json (transformers reads one or the other).
+    let mut added = Added::default();
+    let decoder = (settings.tok_config.as_ref()).filter(|c| c.contains_key("added_tokens_decoder"));
+    if let Some(config) = decoder {
+        added.add_decoder_tokens(&settings.path, config)?;
+    } else {
+        let file = dir.join("added_tokens.json");
+        let specials: std::collections::HashSet<&str> = (roles.iter().map(|(_, v)| v))
+            .chain(settings.extra_special_tokens())
+            .filter_map(token_of)
+            .collect();
+        if added.add_file_tokens(&file, |t| specials.contains(&t))? {
+            files.push(file);
+        }
+    }
+    let sentence_piece = matches!(layout, Layout::SentencePiece | Layout::T5Spiece);
+    if sentence_piece {
+        // Its control and unknown pieces are special tokens, user-defined
+        // ones plain added tokens, as transformers adds them.
+        for (id, piece) in vocab.pieces().iter().enumerate() {
+            let special = matches!(piece.kind, TokenType::Control | TokenType::Unknown);
+            if special || piece.kind == TokenType::UserDefined {
+                added.push(id as u32, &piece.text, special, Some(&not_normalized()));
+            }
+        }
+    }
+    if layout == Layout::T5Spiece {
+        // T5's sentinels follow the pieces, the last first: `<extra_id_0>`
+        // has the highest id.
+        let n = settings.count("extra_ids", MAX_EXTRA_IDS)?.unwrap_or(100);
+        let first = vocab.pieces().len() as u32;
+        for i in 0..n {
+            let id = first.saturating_add(i);
+            let token = format!("<extra_id_{}>", n - 1 - i);
+            added.push_from(&settings.path, id, &token, true, Some(&not_normalized()))?;
+        }
+    }
+    if !sentence_piece {
+        // Special tokens the vocabulary lacks get new ids after it, as
+        // transformers adds them.
+        let mut next = (index.len() as u32).max(added.end());
+        for (_, value) in roles {
+            added.special(value, index, &mut next);
+        }
+        for value in settings.extra_special_tokens() {
+            added.special(value, index, &mut next);
+        }
+    }
+    Ok(added)
 }
 
 /// The tokenizer.json steps around the model, as the class's converter
@@ -347,20 +368,20 @@ impl Settings {
         })
     }
 
-    /// The count `key` of tokenizer_config.json (a whole number below
-    /// the id limit): `None` when absent or null.
-    fn count(&self, key: &str) -> Result<Option<u32>> {
+    /// The count `key` of tokenizer_config.json (a whole number up to
+    /// `max`): `None` when absent or null.
+    fn count(&self, key: &str, max: u32) -> Result<Option<u32>> {
         match self.tok_config.as_ref().and_then(|m| m.get(key)) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
-                .filter(|&n| n < parse::MAX_ID)
+                .filter(|&n| n <= max)
                 .map(Some)
                 .ok_or_else(|| {
                     Error::bad_file(
                         &self.path,
-                        format!("`{key}` is {v}, expected a count below {}", parse::MAX_ID),
+                        format!("`{key}` is {v}, expected a count up to {max}"),
                     )
                 }),
         }
