@@ -24,6 +24,23 @@ fn text_ids(model: &str, text: &str, special: bool) -> Vec<u64> {
     rows.iter().map(|r| r["id"].as_u64().unwrap()).collect()
 }
 
+/// Writes `v` as the tokenizer_config.json of `dir`.
+fn write_tokenizer_config(dir: &std::path::Path, v: Value) {
+    std::fs::write(dir.join("tokenizer_config.json"), v.to_string()).unwrap();
+}
+
+/// `check`'s finding `code` on `model`, which has an error (exit code 1).
+fn check_finding(model: &str, code: &str) -> Value {
+    let out = crate::common::embscope()
+        .args(["--json", "check", model])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    findings.iter().find(|f| f["code"] == code).unwrap().clone()
+}
+
 /// `v` without what names files or says which kernel ran.
 fn answers(mut v: Value) -> Value {
     fn strip(v: &mut Value) {
@@ -168,8 +185,7 @@ fn tokenizer_config_settings_change_the_conversion() {
     // A cased BERT: "King" is not lowercased to `king`, so it is unknown.
     let dir = fixture_copy("bert-vocab-txt");
     let d = dir.path().to_str().unwrap();
-    let config =
-        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    let config = |v: Value| write_tokenizer_config(dir.path(), v);
     assert_eq!(text_ids(d, "King king", true), [2, 5, 5, 3]);
     config(json!({"tokenizer_class": "BertTokenizer", "do_lower_case": false}));
     assert_eq!(text_ids(d, "King king", true), [2, 1, 5, 3]);
@@ -182,8 +198,7 @@ fn tokenizer_config_settings_change_the_conversion() {
     // GPT-2 with add_prefix_space: "king" reads as " king".
     let dir = fixture_copy("gpt2-vocab-merges");
     let d = dir.path().to_str().unwrap();
-    let config =
-        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    let config = |v: Value| write_tokenizer_config(dir.path(), v);
     let king = text_ids(d, " king", false);
     assert_eq!(king.len(), 1);
     assert_ne!(text_ids(d, "king", false), king);
@@ -283,20 +298,11 @@ fn special_tokens_are_read_and_numbered_as_transformers_does() {
     // which `check` reports as past the 341-row matrix.
     let dir = fixture_copy("gpt2-vocab-merges");
     let d = dir.path().to_str().unwrap();
-    let config =
-        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    let config = |v: Value| write_tokenizer_config(dir.path(), v);
     config(json!({"tokenizer_class": "RobertaTokenizer"}));
     let v = json(&["lookup", d, "--token", "<|end_of_text|>"]);
     assert_eq!(v["rows"][0]["id"], 340);
-    let out = crate::common::embscope()
-        .args(["--json", "check", d])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = (v["findings"].as_array().unwrap().iter())
-        .find(|f| f["code"] == "tokenizer-larger-than-matrix")
-        .unwrap();
+    let f = check_finding(d, "tokenizer-larger-than-matrix");
     assert_eq!(
         f["message"],
         "tokenizer has 345 ids, `transformer.wte.weight` has 341 rows: 4 token(s) index past the end (341 \"</s>\", 342 \"<pad>\", 343 \"<s>\", 344 \"<mask>\")"
@@ -400,22 +406,14 @@ fn a_t5_spiece_model_gives_its_pieces_and_sentinels() {
         dir.path().join("spiece.model"),
     )
     .unwrap();
-    let config =
-        |v: Value| std::fs::write(dir.path().join("tokenizer_config.json"), v.to_string()).unwrap();
+    let config = |v: Value| write_tokenizer_config(dir.path(), v);
     // Three sentinels after the 376 pieces, the last first.
     config(json!({"tokenizer_class": "T5Tokenizer", "extra_ids": 3}));
     let v = json(&["info", d]);
     assert_eq!(v["tokenizer"]["size"], 379);
     assert_eq!(v["tokenizer"]["converted"]["class"], "T5Tokenizer");
     assert_eq!(v["tokenizer"]["converted"]["encodes"], false);
-    let out = crate::common::embscope()
-        .args(["--json", "check", d])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = (v["findings"].as_array().unwrap().iter())
-        .find(|f| f["code"] == "tokenizer-larger-than-matrix")
-        .unwrap();
+    let f = check_finding(d, "tokenizer-larger-than-matrix");
     assert_eq!(
         f["message"],
         "tokenizer has 379 ids, `model.embed_tokens.weight` has 376 rows: 3 token(s) index past the end (376 \"<extra_id_2>\", 377 \"<extra_id_1>\", 378 \"<extra_id_0>\")"
