@@ -238,7 +238,7 @@ fn a_class_not_converted_keeps_its_vocabulary_but_refuses_text() {
     assert_eq!(v["tokenizer"]["converted"]["encodes"], false);
     let out = text(&["info", d], 0);
     assert!(
-        out.contains("(tokenizer class CLIPTokenizer not converted: no --text)"),
+        out.contains("(CLIPTokenizer, vocabulary only: no --text)"),
         "{out}"
     );
     let v = json(&["check", d]);

@@ -106,9 +106,7 @@ impl Human for InfoReport {
                                 .collect();
                             let how = match (c.encodes, &c.class) {
                                 (true, Some(class)) => format!("converted as {class}"),
-                                (_, Some(class)) => {
-                                    format!("tokenizer class {class} not converted: no --text")
-                                }
+                                (_, Some(class)) => format!("{class}, vocabulary only: no --text"),
                                 (_, None) => "vocabulary only: no --text".to_string(),
                             };
                             format!("{} ({how})", names.join(", "))
