@@ -251,12 +251,11 @@ impl Checkpoint {
 
     /// The tokenizer files of older formats beside safetensors weights
     /// with no tokenizer.json (SentencePiece models, WordPiece `vocab.txt`,
-    /// GPT-2 style `vocab.json` and `merges.txt`). The vocabulary converts
-    /// `vocab.txt`, `vocab.json` + `merges.txt`, a SentencePiece
+    /// GPT-2 style `vocab.json` and `merges.txt`). The vocabulary is read
+    /// from `vocab.txt`, `vocab.json` + `merges.txt`, a SentencePiece
     /// `tokenizer.model` or a T5 `spiece.model` when there are (see
-    /// `Vocab::load`), so when none
-    /// was read, none of these was: messages about a missing vocabulary
-    /// name them as unread.
+    /// `Vocab::load`), so when none was read, none of these was: messages
+    /// about a missing vocabulary name them as unread.
     pub fn unread_tokenizer_files(&self) -> Vec<&'static str> {
         let dir = &self.sources.dir;
         if self.format != WeightFormat::Safetensors || dir.join("tokenizer.json").is_file() {

@@ -1,6 +1,7 @@
 //! Reading `tokenizer.json` (or, without one, the older files `legacy`
-//! converts) and the special-token files beside it into a [`Vocab`]: the entries by id, added and special tokens, and the model's
-//! settings the other modules read.
+//! converts) and the special-token files beside it into a [`Vocab`]: the
+//! entries by id, added and special tokens, and the model's settings the
+//! other modules read.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -13,9 +14,10 @@ use crate::error::{Error, Result};
 
 impl Vocab {
     /// Loads the vocabulary of the model in `dir`: `Ok(None)` when there is
-    /// no `tokenizer.json` and no older tokenizer files embscope converts
-    /// (`vocab.txt`, `vocab.json` + `merges.txt`). `config` is the parsed `config.json`, read for
-    /// its special ids (also under `text_config`). The other tokenizer files
+    /// no `tokenizer.json` and no older tokenizer files embscope reads
+    /// (`vocab.txt`, `vocab.json` + `merges.txt`, a SentencePiece
+    /// `tokenizer.model`, a T5 `spiece.model`). `config` is the parsed
+    /// `config.json`, read for its special ids (also under `text_config`). The other tokenizer files
     /// are optional; a malformed one is an error naming it.
     pub fn load(dir: &Path, config: Option<&serde_json::Value>) -> Result<Option<Vocab>> {
         Vocab::load_from(dir, config, false, None)

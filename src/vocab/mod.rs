@@ -108,7 +108,8 @@ pub struct TokenizerSummary {
 
 /// How a vocabulary was read from the older files of a download without a
 /// tokenizer.json (WordPiece `vocab.txt`, byte-level BPE `vocab.json` +
-/// `merges.txt`): as `transformers` converts them to a tokenizer.json.
+/// `merges.txt`: as `transformers` converts them to a tokenizer.json; a
+/// SentencePiece `tokenizer.model` or T5 `spiece.model`: its pieces).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Conversion {
     /// The files read (vocabulary first, then merges.txt and
