@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Second opinion on reading older tokenizer files (vocab.txt; vocab.json +
-merges.txt): loads copies of the `bert-vocab-txt` and `gpt2-vocab-merges`
-fixtures, under a range of tokenizer_config.json settings and classes, with
+merges.txt; a Llama tokenizer.model): loads copies of the `bert-vocab-txt`,
+`gpt2-vocab-merges` and `sentencepiece-model` fixtures, under a range of tokenizer_config.json settings and classes, with
 `transformers.AutoTokenizer`, and compares its ids for a set of texts (with
 and without special tokens), its length and its added tokens with what
 embscope gives (`lookup --text --json`, `info --json`). The copies get a
 400-row embedding so that ids transformers appends past the vocabulary can
-be looked up. Needs `pip install transformers` (no PyTorch) and a built
+be looked up. Needs `pip install transformers sentencepiece protobuf` (no
+PyTorch) and a built
 binary (default target/release/embscope). Prints one line per case and
 exits 1 on a difference; a text both reject counts as agreeing.
 
@@ -64,6 +65,10 @@ CASES = [
     ("gpt2-vocab-merges", {"tokenizer_class": "RobertaTokenizer", "cls_token": BOS, "sep_token": EOS}),
     ("gpt2-vocab-merges", {"tokenizer_class": "BartTokenizer", "cls_token": BOS}),
     ("gpt2-vocab-merges", {"tokenizer_class": "DebertaTokenizer"}),
+    ("sentencepiece-model", {"tokenizer_class": "LlamaTokenizer"}),
+    ("sentencepiece-model", {"tokenizer_class": "LlamaTokenizerFast", "add_bos_token": True}),
+    ("sentencepiece-model", {"tokenizer_class": "LlamaTokenizer", "legacy": True, "add_eos_token": True}),
+    ("sentencepiece-model", {"tokenizer_class": "LlamaTokenizer", "add_prefix_space": False}),
 ]
 
 
@@ -74,7 +79,10 @@ def copy_with_big_matrix(fixture, config):
     src = os.path.join(FIXTURES, fixture)
     for f in os.listdir(src):
         shutil.copy(os.path.join(src, f), d)
-    name = "embeddings.word_embeddings.weight" if "bert" in fixture else "transformer.wte.weight"
+    name = {
+        "bert-vocab-txt": "embeddings.word_embeddings.weight",
+        "gpt2-vocab-merges": "transformer.wte.weight",
+    }.get(fixture, "model.embed_tokens.weight")
     rows, cols = 400, 32
     data = b"".join(struct.pack("<f", (i % 997) / 997 + 0.001) for i in range(rows * cols))
     header = json.dumps({name: {"dtype": "F32", "shape": [rows, cols], "data_offsets": [0, len(data)]}})

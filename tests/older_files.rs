@@ -354,7 +354,7 @@ fn a_sentencepiece_model_gives_ids_and_tokens_but_not_text() {
         (t["added"].as_u64(), t["special"].as_u64()),
         (Some(3), Some(3))
     );
-    let why = "the encoding of a SentencePiece model is not converted (transformers builds it differently by tokenizer class and model type)";
+    let why = "the encoding of a SentencePiece model is converted for tokenizer_class LlamaTokenizer with a llama model type only (transformers builds the others differently by class and model type)";
     assert_eq!(
         t["converted"],
         json!({"files": [format!("{b}/tokenizer.model")], "class": null, "encodes": false, "refused": why})
@@ -437,4 +437,49 @@ fn a_t5_spiece_model_gives_its_pieces_and_sentinels() {
     config(json!({"tokenizer_class": "AlbertTokenizer"}));
     let v = json(&["info", d]);
     assert_eq!(v["tokenizer"], Value::Null);
+}
+
+#[test]
+fn a_llama_tokenizer_model_encodes_as_transformers_5_does() {
+    // With tokenizer_class LlamaTokenizer (and a llama model type), the
+    // pieces' merges are derived and the text encoded as transformers 5's
+    // LlamaTokenizer does: the same ids as pieces-sentencepiece's own
+    // tokenizer.json (Metaspace, byte fallback, `<s>` first).
+    let dir = fixture_copy("sentencepiece-model");
+    let d = dir.path().to_str().unwrap();
+    let config = |v: Value| write_tokenizer_config(dir.path(), v);
+    config(json!({"tokenizer_class": "LlamaTokenizer", "add_bos_token": true}));
+    let original = fixture("pieces-sentencepiece");
+    for t in [
+        "the king and the queen",
+        " Paris king",
+        "kingdom of kin\n\\n",
+    ] {
+        for special in [false, true] {
+            assert_eq!(
+                text_ids(d, t, special),
+                text_ids(&original, t, special),
+                "{t:?}"
+            );
+        }
+    }
+    let v = json(&["info", d]);
+    assert_eq!(v["tokenizer"]["converted"]["class"], "LlamaTokenizer");
+    assert_eq!(v["tokenizer"]["converted"]["encodes"], true);
+    // add_prefix_space false: no `▁` before the text, so not `▁king`.
+    assert_eq!(text_ids(d, "king", false), [292]);
+    config(json!({"tokenizer_class": "LlamaTokenizer", "add_prefix_space": false}));
+    assert_ne!(text_ids(d, "king", false), [292]);
+    // Another model type (transformers builds Mistral's otherwise): the
+    // vocabulary alone.
+    config(json!({"tokenizer_class": "LlamaTokenizer"}));
+    let mut c: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
+            .unwrap();
+    c["model_type"] = json!("mistral");
+    std::fs::write(dir.path().join("config.json"), c.to_string()).unwrap();
+    fails(
+        &["lookup", d, "--text", "king"],
+        "cannot encode text: the encoding of a SentencePiece model is converted for tokenizer_class LlamaTokenizer with a llama model type only",
+    );
 }

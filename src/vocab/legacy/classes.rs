@@ -47,6 +47,9 @@ pub(super) enum Post {
     Gpt2,
     /// RoBERTa's processor: `<s> … </s>`.
     Roberta,
+    /// Llama's: `bos` with `add_bos_token`, `eos` with `add_eos_token`
+    /// (both off unless set).
+    BosEos,
 }
 
 /// A `transformers` tokenizer class this module converts.
@@ -88,6 +91,7 @@ const GPT2: &[(&str, &str)] = &[
     ("bos", "<|endoftext|>"),
     ("eos", "<|endoftext|>"),
 ];
+const LLAMA: &[(&str, &str)] = &[("unk", "<unk>"), ("bos", "<s>"), ("eos", "</s>")];
 const ROBERTA: &[(&str, &str)] = &[
     ("bos", "<s>"),
     ("eos", "</s>"),
@@ -123,7 +127,7 @@ const fn class(
 
 /// The classes converted, as `transformers` converts them (`BertConverter`,
 /// `MPNetConverter`, `FunnelConverter`, `GPT2Converter`, `RobertaConverter`,
-/// `DebertaConverter`).
+/// `DebertaConverter`; Llama's as its 5.x class builds it).
 const CLASSES: &[Class] = &[
     class("BertTokenizer", Layout::WordPiece, Post::ClsSep, BERT),
     class("DistilBertTokenizer", Layout::WordPiece, Post::ClsSep, BERT),
@@ -182,6 +186,9 @@ const CLASSES: &[Class] = &[
         Post::ClsSep,
         DEBERTA,
     ),
+    // Encodes only for a BPE model and a `llama` model type (or none):
+    // transformers builds other combinations otherwise (see `legacy`).
+    class("LlamaTokenizer", Layout::SentencePiece, Post::BosEos, LLAMA),
 ];
 
 /// The class `transformers` picks by `config.json`'s `model_type` when
@@ -231,9 +238,9 @@ pub(super) fn class_name(
 }
 
 /// The layout read for `dir` and the class converted as (`None` when the
-/// named class is not one of [`CLASSES`] or does not read that layout,
-/// and for a SentencePiece model, whose encoding is not converted: a
-/// `tokenizer.model`, or the `spiece.model` of a T5 class).
+/// named class is not one of [`CLASSES`] or does not read that layout:
+/// then its vocabulary is read alone, as for the `spiece.model` of a T5
+/// class).
 pub(super) fn choose(dir: &Path, name: Option<&str>) -> Option<(Layout, Option<&'static Class>)> {
     if name.is_some_and(|n| T5_CLASSES.contains(&n)) && Layout::T5Spiece.present(dir) {
         return Some((Layout::T5Spiece, None));

@@ -179,8 +179,10 @@ impl Vocabulary {
     }
 
     /// tokenizer.json: `head`'s members, then `model` with the vocab (and
-    /// merges) written after its settings, as in real files.
-    pub(super) fn write(&self, head: &Value, model: &Value) -> Vec<u8> {
+    /// merges) written after its settings, as in real files. A
+    /// SentencePiece BPE model gets the merges transformers derives from
+    /// its pieces when `encodes` (none otherwise: its encoding is refused).
+    pub(super) fn write(&self, head: &Value, model: &Value, encodes: bool) -> Vec<u8> {
         let mut out = serde_json::to_vec(head).expect("a Value serializes");
         out.pop(); // the closing brace
         out.extend_from_slice(b",\"model\":");
@@ -211,7 +213,13 @@ impl Vocabulary {
             }
             Vocabulary::SentencePiece(m) => {
                 object(&mut out, m.pieces.iter().map(|p| p.text.as_str()));
-                out.extend_from_slice(b",\"merges\":[]");
+                out.extend_from_slice(b",\"merges\":");
+                let merges = if encodes {
+                    spm_merges(&m.pieces)
+                } else {
+                    Vec::new()
+                };
+                serde_json::to_writer(&mut out, &merges).expect("pairs serialize");
             }
         }
         out.extend_from_slice(b"}}");
@@ -230,4 +238,27 @@ fn object<'a>(out: &mut Vec<u8>, tokens: impl Iterator<Item = &'a str>) {
         out.extend_from_slice(format!(":{id}").as_bytes());
     }
     out.push(b'}');
+}
+
+/// The merges transformers derives from a SentencePiece BPE model's pieces
+/// (`generate_merges`): every split of a piece into two pieces, by the
+/// piece's id, then by where it splits. A piece given twice counts at its
+/// last id, as in Python's dict of them.
+fn spm_merges(pieces: &[spm::Piece]) -> Vec<[&str; 2]> {
+    let index: HashMap<&str, usize> = (pieces.iter().enumerate())
+        .map(|(id, p)| (p.text.as_str(), id))
+        .collect();
+    let mut merges = Vec::new();
+    for (id, p) in pieces.iter().enumerate() {
+        if index.get(p.text.as_str()) != Some(&id) {
+            continue;
+        }
+        for (at, _) in p.text.char_indices().skip(1) {
+            let (left, right) = p.text.split_at(at);
+            if index.contains_key(left) && index.contains_key(right) {
+                merges.push([left, right]);
+            }
+        }
+    }
+    merges
 }

@@ -83,6 +83,16 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
             None => return Ok(None),
         },
     };
+    // transformers builds Llama's encoding as its class does only for a
+    // BPE model and a `llama` model type (or no config): otherwise the
+    // vocabulary is read alone.
+    let class = match (layout, &vocab) {
+        (Layout::SentencePiece, Vocabulary::SentencePiece(m)) => {
+            let model_type = config.and_then(|c| c.get("model_type")?.as_str());
+            class.filter(|_| m.bpe && matches!(model_type, None | Some("llama")))
+        }
+        _ => class,
+    };
     let roles = settings.roles(class)?;
     let index = vocab.index();
 
@@ -116,6 +126,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
             "ignore_merges": false,
         }),
         Layout::SentencePiece | Layout::T5Spiece => match &vocab {
+            // Llama's class falls back to bytes whatever the model says.
             Vocabulary::SentencePiece(m) if m.bpe => json!({
                 "type": "BPE",
                 "dropout": null,
@@ -123,7 +134,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
                 "continuing_subword_prefix": null,
                 "end_of_word_suffix": null,
                 "fuse_unk": true,
-                "byte_fallback": m.byte_fallback,
+                "byte_fallback": m.byte_fallback || class.is_some(),
                 "ignore_merges": false,
             }),
             _ => {
@@ -144,12 +155,12 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
         "post_processor": pipeline.post_processor,
         "decoder": pipeline.decoder,
     });
-    let json = vocab.write(&head, &model);
+    let json = vocab.write(&head, &model, class.is_some());
 
     let refused = match (class, layout) {
         (Some(_), _) => None,
         (None, Layout::SentencePiece | Layout::T5Spiece) => Some(
-            "the encoding of a SentencePiece model is not converted (transformers builds it differently by tokenizer class and model type)"
+            "the encoding of a SentencePiece model is converted for tokenizer_class LlamaTokenizer with a llama model type only (transformers builds the others differently by class and model type)"
                 .to_string(),
         ),
         (None, _) => Some(format!(
@@ -271,24 +282,42 @@ impl Pipeline {
                 component(file, &ByteLevel::new(add_prefix_space, true, true))?,
                 component(file, &ByteLevel::new(true, true, true))?,
             ),
-            // Only so the entries read as SentencePiece's (`▁king`): the
-            // encoding is refused.
-            Layout::SentencePiece | Layout::T5Spiece => (
-                Value::Null,
-                component(file, &Metaspace::new('▁', PrependScheme::First, false))?,
-                Value::Null,
-            ),
+            // Llama's: `▁` before the first piece of text (`legacy`: before
+            // each; `add_prefix_space: false`: never). Without a class only
+            // so the entries read as SentencePiece's (`▁king`): the encoding
+            // is refused.
+            Layout::SentencePiece | Layout::T5Spiece => {
+                let scheme = match (settings.flag("add_prefix_space")?, post) {
+                    (Some(false), Some(_)) => PrependScheme::Never,
+                    (_, Some(_)) if settings.flag("legacy")? == Some(true) => PrependScheme::Always,
+                    _ => PrependScheme::First,
+                };
+                (
+                    Value::Null,
+                    component(file, &Metaspace::new('▁', scheme, false))?,
+                    Value::Null,
+                )
+            }
         };
-        // `first $A last`, or nothing when a token is missing (`check`
-        // reports a declared token the vocabulary lacks).
-        let template = |first: &str, last: Option<&str>| -> Result<Value> {
-            let mut specials = vec![special(first)];
-            specials.extend(last.map(&special));
-            let Some(specials) = specials.into_iter().collect::<Option<Vec<_>>>() else {
+        // `first $A last` (either may be absent), or nothing when a token
+        // is missing (`check` reports a declared token the vocabulary
+        // lacks).
+        let template = |first: Option<&str>, last: Option<&str>| -> Result<Value> {
+            let first = first.map(&special);
+            let last = last.map(&special);
+            if first.as_ref().is_some_and(Option::is_none)
+                || last.as_ref().is_some_and(Option::is_none)
+                || (first.is_none() && last.is_none())
+            {
                 return Ok(Value::Null);
-            };
-            let mut single = vec![specials[0].0.clone(), "$A".to_string()];
-            single.extend(specials.get(1).map(|s| s.0.clone()));
+            }
+            let (first, last) = (first.flatten(), last.flatten());
+            let name = |s: &Option<(String, u32)>| s.as_ref().map(|s| s.0.clone());
+            let single: Vec<String> = (name(&first).into_iter())
+                .chain(["$A".to_string()])
+                .chain(name(&last))
+                .collect();
+            let specials: Vec<(String, u32)> = first.into_iter().chain(last).collect();
             let failed =
                 |e: &dyn std::fmt::Display| Error::bad_file(file, format!("cannot convert: {e}"));
             let built = TemplateProcessing::builder()
@@ -301,9 +330,14 @@ impl Pipeline {
         };
         let post_processor = match post {
             None => Value::Null,
-            Some(Post::ClsSep) => template("cls", Some("sep"))?,
+            Some(Post::ClsSep) => template(Some("cls"), Some("sep"))?,
             Some(Post::Gpt2) if settings.flag("add_bos_token")?.unwrap_or(false) => {
-                template("bos", None)?
+                template(Some("bos"), None)?
+            }
+            Some(Post::BosEos) => {
+                let bos = settings.flag("add_bos_token")?.unwrap_or(false);
+                let eos = settings.flag("add_eos_token")?.unwrap_or(false);
+                template(bos.then_some("bos"), eos.then_some("eos"))?
             }
             Some(Post::Gpt2) => component(file, &ByteLevel::new(true, false, true))?,
             Some(Post::Roberta) => match (special("sep"), special("cls")) {
