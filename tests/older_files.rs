@@ -4,7 +4,8 @@
 //! fixture is a copy of `bert` / `gpt2-tied` with those files instead of
 //! the tokenizer.json, so every answer must be the same as there; a
 //! SentencePiece `tokenizer.model` (`sentencepiece-model`, a copy of
-//! `pieces-sentencepiece`) gives the same ids and tokens, but no text; settings
+//! `pieces-sentencepiece` naming `LlamaTokenizer`) gives the same ids,
+//! tokens and encodings, and without its class the vocabulary alone; settings
 //! from tokenizer_config.json change the conversion; a class embscope does
 //! not convert keeps its vocabulary but refuses text; malformed files are
 //! errors naming the file and line.
@@ -328,7 +329,7 @@ fn special_tokens_are_read_and_numbered_as_transformers_does() {
 }
 
 #[test]
-fn a_sentencepiece_model_gives_ids_and_tokens_but_not_text() {
+fn a_sentencepiece_model_gives_ids_and_tokens_and_without_its_class_no_text() {
     let (a, b) = (
         fixture("pieces-sentencepiece"),
         fixture("sentencepiece-model"),
@@ -354,21 +355,36 @@ fn a_sentencepiece_model_gives_ids_and_tokens_but_not_text() {
         (t["added"].as_u64(), t["special"].as_u64()),
         (Some(3), Some(3))
     );
-    let why = "the encoding of a SentencePiece model is converted for tokenizer_class LlamaTokenizer with a llama model type only (transformers builds the others differently by class and model type)";
     assert_eq!(
         t["converted"],
-        json!({"files": [format!("{b}/tokenizer.model")], "class": null, "encodes": false, "refused": why})
-    );
-    fails(
-        &["lookup", &b, "--text", "the king"],
-        &format!("tokenizer.model`: cannot encode text: {why}; use --id or --token"),
+        json!({"files": [format!("{b}/tokenizer.model")], "class": "LlamaTokenizer", "encodes": true, "refused": null})
     );
     let out = text(&["info", "fixtures/sentencepiece-model"], 0);
+    assert!(
+        out.contains("tokenizer.model (converted as LlamaTokenizer)"),
+        "{out}"
+    );
+
+    // Without tokenizer_config.json's class: the vocabulary alone.
+    let dir = fixture_copy("sentencepiece-model");
+    let d = dir.path().to_str().unwrap();
+    std::fs::remove_file(dir.path().join("tokenizer_config.json")).unwrap();
+    let why = "the encoding of a SentencePiece model is converted for tokenizer_class LlamaTokenizer with a llama model type only (transformers builds the others differently by class and model type)";
+    let v = json(&["info", d]);
+    assert_eq!(
+        v["tokenizer"]["converted"],
+        json!({"files": [format!("{d}/tokenizer.model")], "class": null, "encodes": false, "refused": why})
+    );
+    fails(
+        &["lookup", d, "--text", "the king"],
+        &format!("tokenizer.model`: cannot encode text: {why}; use --id or --token"),
+    );
+    let out = text(&["info", d], 0);
     assert!(
         out.contains("tokenizer.model (vocabulary only: no --text)"),
         "{out}"
     );
-    let v = json(&["check", &b]);
+    let v = json(&["check", d]);
     assert_eq!(
         v["findings"][0]["message"],
         format!(
@@ -377,8 +393,6 @@ fn a_sentencepiece_model_gives_ids_and_tokens_but_not_text() {
     );
 
     // Llama 3's original tokenizer.model is a tiktoken file: not read.
-    let dir = fixture_copy("sentencepiece-model");
-    let d = dir.path().to_str().unwrap();
     let model = dir.path().join("tokenizer.model");
     std::fs::write(&model, "IQ== 0\nIg== 1\n").unwrap();
     let v = json(&["info", d]);
