@@ -30,6 +30,14 @@ fn write_tokenizer_config(dir: &std::path::Path, v: Value) {
     std::fs::write(dir.join("tokenizer_config.json"), v.to_string()).unwrap();
 }
 
+/// Sets `config.json`'s `model_type` in `dir`.
+fn set_model_type(dir: &std::path::Path, model_type: &str) {
+    let path = dir.join("config.json");
+    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    c["model_type"] = json!(model_type);
+    std::fs::write(path, c.to_string()).unwrap();
+}
+
 /// `check`'s finding `code` on `model`, which has an error (exit code 1).
 fn check_finding(model: &str, code: &str) -> Value {
     let out = crate::common::embscope()
@@ -249,7 +257,9 @@ fn a_class_not_converted_keeps_its_vocabulary_but_refuses_text() {
     );
     // The reachability test cannot encode, so it says it does not know.
     let v = json(&["undertrained", d, "--top", "3"]);
-    for c in v["candidates"].as_array().unwrap() {
+    let candidates = v["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 3);
+    for c in candidates {
         assert_eq!(c["reachable"], Value::Null, "{c}");
     }
 }
@@ -436,11 +446,7 @@ fn a_t5_spiece_model_gives_its_pieces_and_sentinels() {
     assert_eq!(v["rows"][0]["id"], 292);
     // T5 adds 100 by default; config.json's model_type names the class.
     std::fs::remove_file(dir.path().join("tokenizer_config.json")).unwrap();
-    let mut c: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
-            .unwrap();
-    c["model_type"] = json!("t5");
-    std::fs::write(dir.path().join("config.json"), c.to_string()).unwrap();
+    set_model_type(dir.path(), "t5");
     assert_eq!(json(&["info", d])["tokenizer"]["size"], 476);
     config(json!({"tokenizer_class": "T5Tokenizer", "extra_ids": "many"}));
     fails(
@@ -487,11 +493,7 @@ fn a_llama_tokenizer_model_encodes_as_transformers_5_does() {
     // Another model type (transformers builds Mistral's otherwise): the
     // vocabulary alone.
     config(json!({"tokenizer_class": "LlamaTokenizer"}));
-    let mut c: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
-            .unwrap();
-    c["model_type"] = json!("mistral");
-    std::fs::write(dir.path().join("config.json"), c.to_string()).unwrap();
+    set_model_type(dir.path(), "mistral");
     fails(
         &["lookup", d, "--text", "king"],
         "cannot encode text: the encoding of a SentencePiece model is converted for tokenizer_class LlamaTokenizer with a llama model type only",

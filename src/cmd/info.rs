@@ -100,7 +100,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
             files.push(file_entry(&p, kind));
         }
     }
-    let converted = vocab.and_then(|v| v.summary().converted);
+    let converted = vocab.and_then(Vocab::converted);
     let read = converted.as_ref().map_or(&[][..], |c| &c.files[..]);
     for path in read {
         files.push(file_entry(path, "tokenizer"));

@@ -414,13 +414,19 @@ impl Vocab {
                 .iter()
                 .filter(|&&id| (id as usize) < self.size())
                 .count(),
-            converted: self.made.as_ref().map(|m| Conversion {
-                files: m.files.clone(),
-                class: m.class.clone(),
-                encodes: m.refused.is_none(),
-                refused: m.refused.clone(),
-            }),
+            converted: self.converted(),
         }
+    }
+
+    /// How the vocabulary was read from older files, when there was no
+    /// tokenizer.json.
+    pub fn converted(&self) -> Option<Conversion> {
+        self.made.as_ref().map(|m| Conversion {
+            files: m.files.clone(),
+            class: m.class.clone(),
+            encodes: m.refused.is_none(),
+            refused: m.refused.clone(),
+        })
     }
 
     /// Ids carrying different strings and strings stored under different

@@ -157,6 +157,17 @@ impl fmt::Debug for Source {
 /// places: what a [`Source`] keeps besides the bytes.
 type Found = (Range<usize>, Range<usize>, MergePlaces);
 
+/// Refuses `path`, of `len` bytes, when it is larger than `limit`.
+pub(crate) fn check_size(path: &Path, len: u64, limit: u64) -> Result<()> {
+    if len > limit {
+        return Err(Error::bad_file(
+            path,
+            format!("file is {len} bytes, more than the limit of {limit}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Reads and parses `path` (a tokenizer.json); with `keep`, also keeps it
 /// as a [`Source`] when the scan read it (an object vocab and merges),
 /// for a second look without a second scan. `preview` is called once the
@@ -167,15 +178,7 @@ pub(crate) fn read(
     preview: Option<&mut dyn FnMut(&Preview)>,
 ) -> Result<(RawTokenizer, Option<Source>)> {
     let meta = std::fs::metadata(path).map_err(|err| Error::io(path, err))?;
-    if meta.len() > MAX_TOKENIZER_BYTES {
-        return Err(Error::bad_file(
-            path,
-            format!(
-                "file is {} bytes, more than the limit of {MAX_TOKENIZER_BYTES}",
-                meta.len()
-            ),
-        ));
-    }
+    check_size(path, meta.len(), MAX_TOKENIZER_BYTES)?;
     let file = std::fs::File::open(path).map_err(|err| Error::io(path, err))?;
     // SAFETY: read-only and private, as the checkpoint's shards: if another
     // process truncates the file while we parse, reads may fault (SIGBUS),

@@ -61,15 +61,7 @@ pub(crate) fn read_json_object(path: &Path) -> Result<Option<serde_json::Map<Str
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(Error::io(path, err)),
     };
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(Error::bad_file(
-            path,
-            format!(
-                "file is {} bytes, more than the limit of {MAX_CONFIG_BYTES}",
-                meta.len()
-            ),
-        ));
-    }
+    super::parse::check_size(path, meta.len(), MAX_CONFIG_BYTES)?;
     let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => Ok(Some(map)),

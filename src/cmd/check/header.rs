@@ -47,7 +47,7 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
             json!({"dir": s.ckpt.sources.dir.display().to_string()}),
         ));
     }
-    if let Some(c) = s.vocab.and_then(|v| v.summary().converted) {
+    if let Some(c) = s.vocab.and_then(|v| v.converted()) {
         let names: Vec<String> = (c.files.iter())
             .filter_map(|f| Some(f.file_name()?.to_string_lossy().into_owned()))
             .collect();

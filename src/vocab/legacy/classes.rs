@@ -12,10 +12,10 @@ pub(crate) enum Layout {
     WordPiece,
     /// `vocab.json` (token → id) and `merges.txt` (one merge per line).
     ByteLevelBpe,
-    /// `tokenizer.model`, a SentencePiece model: its pieces are read as
-    /// the vocabulary, not its encoding (transformers' pipeline for it
-    /// depends on the class and the model type, and has changed between
-    /// its versions).
+    /// `tokenizer.model`, a SentencePiece model: its pieces are the
+    /// vocabulary; it encodes as `LlamaTokenizer` only (transformers'
+    /// pipeline for it depends on the class and the model type, and has
+    /// changed between its versions).
     SentencePiece,
     /// `spiece.model` of a T5 tokenizer class: as `SentencePiece`, with
     /// the `<extra_id_N>` sentinels T5 adds after the pieces.

@@ -1,5 +1,6 @@
-//! Reading `vocab.txt`, `vocab.json` and `merges.txt` as `transformers`
-//! reads them, and writing the tokenizer.json model of what they hold.
+//! Reading `vocab.txt`, `vocab.json`, `merges.txt` and SentencePiece
+//! models as `transformers` reads them, and writing the tokenizer.json
+//! model of what they hold.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,23 +24,14 @@ pub(super) enum Vocabulary {
         /// merges.txt's merges as a JSON array.
         merges: Vec<u8>,
     },
-    /// tokenizer.model's pieces.
+    /// A SentencePiece model's pieces (tokenizer.model, spiece.model).
     SentencePiece(spm::Model),
 }
 
 /// Reads a file of at most the size a tokenizer.json may have.
 pub(super) fn read_limited(path: &Path) -> Result<Vec<u8>> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if meta.len() > parse::MAX_TOKENIZER_BYTES {
-        return Err(Error::bad_file(
-            path,
-            format!(
-                "file is {} bytes, more than the limit of {}",
-                meta.len(),
-                parse::MAX_TOKENIZER_BYTES
-            ),
-        ));
-    }
+    parse::check_size(path, meta.len(), parse::MAX_TOKENIZER_BYTES)?;
     std::fs::read(path).map_err(|e| Error::io(path, e))
 }
 
@@ -197,8 +189,7 @@ impl Vocabulary {
                 out.extend_from_slice(merges);
             }
             // Unigram's vocab is a list of [piece, score]; a BPE model's
-            // pieces are written as a vocab without merges (its merges are
-            // not derived: it does not encode).
+            // pieces are an object, its merges derived when it encodes.
             Vocabulary::SentencePiece(m) if !m.bpe => {
                 // A score that is not finite would be written as null.
                 let list: Vec<(&str, f32)> = (m.pieces.iter())

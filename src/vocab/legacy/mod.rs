@@ -1,8 +1,9 @@
 //! Reading the tokenizer files of downloads that have no tokenizer.json:
 //! WordPiece `vocab.txt` (BERT and its kin) and byte-level BPE
 //! `vocab.json` + `merges.txt` (GPT-2, RoBERTa and theirs), and the pieces
-//! of a SentencePiece `tokenizer.model` or of a T5 class's `spiece.model`
-//! with T5's sentinels (vocabulary only, see `spm`).
+//! of a SentencePiece `tokenizer.model` (encoded as `LlamaTokenizer`
+//! does, for that class) or of a T5 class's `spiece.model` with T5's
+//! sentinels (see `spm`).
 //!
 //! They are turned, in memory, into the tokenizer.json that `transformers`
 //! writes for them (`AutoTokenizer.from_pretrained(dir)` runs the
@@ -16,7 +17,7 @@
 //! `model_type` uses, else BERT's for `vocab.txt` and GPT-2's for the
 //! others. A class this module does not know still gives the vocabulary
 //! (ids, tokens), but encoding text is refused, since its pipeline could
-//! differ.
+//! differ; so is a SentencePiece model's unless its class is Llama's.
 
 mod classes;
 mod files;
@@ -60,8 +61,8 @@ pub(crate) struct Made {
     /// The tokenizer.json.
     pub json: Arc<[u8]>,
     /// Why text cannot be encoded (a class not converted here, a
-    /// SentencePiece model), as a clause: "tokenizer class ... is not
-    /// supported".
+    /// SentencePiece model other than Llama's), as a clause: "tokenizer
+    /// class ... is not supported".
     pub refused: Option<String>,
 }
 
@@ -115,28 +116,12 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
             "continuing_subword_prefix": "##",
             "max_input_chars_per_word": 100,
         }),
-        Layout::ByteLevelBpe => json!({
-            "type": "BPE",
-            "dropout": null,
-            "unk_token": null,
-            "continuing_subword_prefix": null,
-            "end_of_word_suffix": null,
-            "fuse_unk": false,
-            "byte_fallback": false,
-            "ignore_merges": false,
-        }),
+        Layout::ByteLevelBpe => bpe_model(false, false),
         Layout::SentencePiece | Layout::T5Spiece => match &vocab {
             // Llama's class falls back to bytes whatever the model says.
-            Vocabulary::SentencePiece(m) if m.bpe => json!({
-                "type": "BPE",
-                "dropout": null,
-                "unk_token": null,
-                "continuing_subword_prefix": null,
-                "end_of_word_suffix": null,
-                "fuse_unk": true,
-                "byte_fallback": m.byte_fallback || class.is_some(),
-                "ignore_merges": false,
-            }),
+            Vocabulary::SentencePiece(m) if m.bpe => {
+                bpe_model(true, m.byte_fallback || class.is_some())
+            }
             _ => {
                 let unk = (vocab.pieces().iter()).position(|p| p.kind == TokenType::Unknown);
                 let byte_fallback =
@@ -175,6 +160,20 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
         json: json.into(),
         refused,
     }))
+}
+
+/// The settings of a BPE `model` (its vocab and merges are written after).
+fn bpe_model(fuse_unk: bool, byte_fallback: bool) -> Value {
+    json!({
+        "type": "BPE",
+        "dropout": null,
+        "unk_token": null,
+        "continuing_subword_prefix": null,
+        "end_of_word_suffix": null,
+        "fuse_unk": fuse_unk,
+        "byte_fallback": byte_fallback,
+        "ignore_merges": false,
+    })
 }
 
 /// The added tokens of the converted tokenizer, as transformers adds them:
@@ -262,7 +261,8 @@ impl Pipeline {
         settings: &Settings,
         special: impl Fn(&str) -> Option<(String, u32)>,
     ) -> Result<Pipeline> {
-        let add_prefix_space = settings.flag("add_prefix_space")?.unwrap_or(false);
+        let prefix_space = settings.flag("add_prefix_space")?;
+        let add_prefix_space = prefix_space.unwrap_or(false);
         let (normalizer, pre_tokenizer, decoder) = match layout {
             Layout::WordPiece => (
                 component(
@@ -287,7 +287,7 @@ impl Pipeline {
             // so the entries read as SentencePiece's (`▁king`): the encoding
             // is refused.
             Layout::SentencePiece | Layout::T5Spiece => {
-                let scheme = match (settings.flag("add_prefix_space")?, post) {
+                let scheme = match (prefix_space, post) {
                     (Some(false), Some(_)) => PrependScheme::Never,
                     (_, Some(_)) if settings.flag("legacy")? == Some(true) => PrependScheme::Always,
                     _ => PrependScheme::First,
