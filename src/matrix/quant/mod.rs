@@ -1,7 +1,8 @@
-//! Dequantizing the block-quantized GGUF types (`Q8_0`, `Q4_K` ...) with
+//! Dequantizing the block-quantized GGUF types (`Q8_0`, `Q4_K` ...): the
+//! common ones with decoders of our own (see [`blocks`]), the rest with
 //! candle's `k_quants` (`GgmlType::to_float`), straight from the mapped
 //! bytes when they are aligned for the block struct, else through a small
-//! aligned copy.
+//! aligned copy. Both give the same values to the bit.
 
 use std::mem::{align_of, size_of};
 
@@ -12,6 +13,8 @@ use candle_core::quantized::k_quants::{
 
 use crate::dtype::Dtype;
 
+mod blocks;
+
 /// Blocks copied per step when the bytes are not aligned.
 const COPY_BLOCKS: usize = 64;
 
@@ -21,6 +24,14 @@ const COPY_BLOCKS: usize = 64;
 /// Panics if `dtype` is not block-quantized or the lengths disagree;
 /// [`super::Matrix::new`] guarantees both.
 pub(crate) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
+    if blocks::dequantize(dtype, bytes, out) {
+        return;
+    }
+    candle(dtype, bytes, out);
+}
+
+/// [`dequantize`] by candle's `GgmlType::to_float`.
+fn candle(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
     match dtype {
         Dtype::Q4_0 => blocks::<BlockQ4_0>(bytes, out),
         Dtype::Q4_1 => blocks::<BlockQ4_1>(bytes, out),
