@@ -1,11 +1,12 @@
-//! Decoders of their own for the block types vocabulary matrices are
-//! most often stored in (`Q8_0`, `Q4_0`, `Q4_K`, `Q5_K`, `Q6_K`: the
-//! embedding and head of llama.cpp's usual mixes), reading the blocks
+//! Decoders of our own for the block types GGUF files store weights in
+//! (`Q8_0`, `Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q2_K` to `Q6_K`: every type
+//! llama.cpp's mixes give an embedding or a head), reading the blocks
 //! straight from the mapped bytes, aligned or not.
 //!
 //! They compute what candle's `GgmlType::to_float` computes, operation by
-//! operation (the same products and differences of the same f32 values,
-//! never fused), so the values are the same to the bit; but they are
+//! operation (the same products, sums and differences of the same f32
+//! values, never fused), so the values are the same to the bit (but for
+//! which payload a NaN carries where two NaNs meet); but they are
 //! written so that the compiler vectorises them, and built for AVX-512 and
 //! AVX2 as well as portably (the build [`RowBuild::detect`] picks, so
 //! `EMBSCOPE_CPU_MASK` reaches them). candle's versions are scalar (and
@@ -66,6 +67,11 @@ pub(super) fn dequantize_with(
 enum Kind {
     Q8_0,
     Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q2K,
+    Q3K,
     Q4K,
     Q5K,
     Q6K,
@@ -76,6 +82,11 @@ impl Kind {
         Some(match dtype {
             Dtype::Q8_0 => Kind::Q8_0,
             Dtype::Q4_0 => Kind::Q4_0,
+            Dtype::Q4_1 => Kind::Q4_1,
+            Dtype::Q5_0 => Kind::Q5_0,
+            Dtype::Q5_1 => Kind::Q5_1,
+            Dtype::Q2_K => Kind::Q2K,
+            Dtype::Q3_K => Kind::Q3K,
             Dtype::Q4_K => Kind::Q4K,
             Dtype::Q5_K => Kind::Q5K,
             Dtype::Q6_K => Kind::Q6K,
@@ -88,6 +99,11 @@ impl Kind {
         match self {
             Kind::Q8_0 => (34, 32),
             Kind::Q4_0 => (18, 32),
+            Kind::Q4_1 => (20, 32),
+            Kind::Q5_0 => (22, 32),
+            Kind::Q5_1 => (24, 32),
+            Kind::Q2K => (84, QK_K),
+            Kind::Q3K => (110, QK_K),
             Kind::Q4K => (144, QK_K),
             Kind::Q5K => (176, QK_K),
             Kind::Q6K => (210, QK_K),
@@ -114,6 +130,11 @@ fn decode(kind: Kind, bytes: &[u8], out: &mut [f32]) {
     match kind {
         Kind::Q8_0 => each_block!(bytes, out, q8_0),
         Kind::Q4_0 => each_block!(bytes, out, q4_0),
+        Kind::Q4_1 => each_block!(bytes, out, q4_1),
+        Kind::Q5_0 => each_block!(bytes, out, q5_0),
+        Kind::Q5_1 => each_block!(bytes, out, q5_1),
+        Kind::Q2K => each_block!(bytes, out, q2_k),
+        Kind::Q3K => each_block!(bytes, out, q3_k),
         Kind::Q4K => each_block!(bytes, out, q4_k),
         Kind::Q5K => each_block!(bytes, out, q5_k),
         Kind::Q6K => each_block!(bytes, out, q6_k),
@@ -161,6 +182,131 @@ fn q4_0(b: &[u8; 18], o: &mut [f32; 32]) {
         *lo = f32::from(i16::from(q & 0xF) - 8) * d;
         *hi = f32::from(i16::from(q >> 4) - 8) * d;
     }
+}
+
+/// `Q4_1`: f16 scale `d` and min `m`, then 16 bytes of two 4-bit values
+/// (as `Q4_0`); value = nibble × d + m.
+#[inline(always)]
+fn q4_1(b: &[u8; 20], o: &mut [f32; 32]) {
+    let (d, m) = (half_at(b, 0), half_at(b, 2));
+    let (lo, hi) = o.split_at_mut(16);
+    for ((lo, hi), &q) in lo.iter_mut().zip(hi).zip(&b[4..]) {
+        *lo = f32::from(q & 0xF) * d + m;
+        *hi = f32::from(q >> 4) * d + m;
+    }
+}
+
+/// The fifth bits of a `Q5_0`/`Q5_1` block's values `j` and `j + 16`,
+/// from its 32 bits of high bits `qh`, as bit 4.
+#[inline(always)]
+fn fifth_bits(qh: u32, j: usize) -> (u8, u8) {
+    (
+        (((qh >> j) << 4) & 0x10) as u8,
+        ((qh >> (j + 12)) & 0x10) as u8,
+    )
+}
+
+/// `Q5_0`: an f16 scale, 4 bytes of high bits, 16 bytes of low nibbles
+/// (as `Q4_0`); value = (5-bit value − 16) × scale.
+#[inline(always)]
+fn q5_0(b: &[u8; 22], o: &mut [f32; 32]) {
+    let d = half_at(b, 0);
+    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+    let (lo, hi) = o.split_at_mut(16);
+    for (j, ((lo, hi), &q)) in lo.iter_mut().zip(hi).zip(&b[6..]).enumerate() {
+        let (h0, h1) = fifth_bits(qh, j);
+        *lo = f32::from(i16::from((q & 0xF) | h0) - 16) * d;
+        *hi = f32::from(i16::from((q >> 4) | h1) - 16) * d;
+    }
+}
+
+/// `Q5_1`: f16 scale `d` and min `m`, then as `Q5_0`; value = 5-bit value
+/// × d + m.
+#[inline(always)]
+fn q5_1(b: &[u8; 24], o: &mut [f32; 32]) {
+    let (d, m) = (half_at(b, 0), half_at(b, 2));
+    let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+    let (lo, hi) = o.split_at_mut(16);
+    for (j, ((lo, hi), &q)) in lo.iter_mut().zip(hi).zip(&b[8..]).enumerate() {
+        let (h0, h1) = fifth_bits(qh, j);
+        *lo = f32::from((q & 0xF) | h0) * d + m;
+        *hi = f32::from((q >> 4) | h1) * d + m;
+    }
+}
+
+/// `Q2_K`: 16 bytes of 4-bit scale and min pairs (one per 16 values), 64
+/// bytes of 2-bit values, f16 `d` and `dmin`; in two halves of 128 values,
+/// each four runs of 32 (bits 0–1, 2–3, 4–5, 6–7 of the half's 32 bytes);
+/// value = (d × scale) × q − dmin × min.
+#[inline(always)]
+fn q2_k(b: &[u8; 84], o: &mut [f32; QK_K]) {
+    let (d, dmin) = (half_at(b, 80), half_at(b, 82));
+    let (scales, _) = b[..16].as_chunks::<8>();
+    let (qs, _) = b[16..80].as_chunks::<32>();
+    let (outs, _) = o.as_chunks_mut::<128>();
+    for ((sc, q), o) in scales.iter().zip(qs).zip(outs) {
+        let (runs, _) = o.as_chunks_mut::<16>();
+        for (r, o) in runs.iter_mut().enumerate() {
+            // Runs of 16 values: bits `2 (r / 2)` of the half's bytes
+            // 0..16 (even r) or 16..32 (odd r).
+            let (shift, q) = (2 * (r / 2), &q[16 * (r % 2)..][..16]);
+            let dl = d * f32::from(sc[r] & 0xF);
+            let ml = dmin * f32::from(sc[r] >> 4);
+            for (o, &q) in o.iter_mut().zip(q) {
+                *o = dl * f32::from((q >> shift) & 3) - ml;
+            }
+        }
+    }
+}
+
+/// `Q3_K`: 32 bytes of high bits, 64 bytes of 2-bit low bits, 12 bytes of
+/// 6-bit scales (one per 16 values), an f16 `d`; laid out as `Q2_K`, run
+/// `r` of 32 values (0..8) taking bit `r` of the high bits; value =
+/// (d × (scale − 32)) × (low bits − 4 when the high bit is clear).
+#[inline(always)]
+fn q3_k(b: &[u8; 110], o: &mut [f32; QK_K]) {
+    let d = half_at(b, 108);
+    let hmask = &b[..32];
+    let (qs, _) = b[32..96].as_chunks::<32>();
+    let scales = q3_k_scales(&b[96..108]);
+    let (outs, _) = o.as_chunks_mut::<128>();
+    for (half, (q, o)) in qs.iter().zip(outs).enumerate() {
+        let (runs, _) = o.as_chunks_mut::<16>();
+        for (r, o) in runs.iter_mut().enumerate() {
+            let (shift, at) = (2 * (r / 2), 16 * (r % 2));
+            let bit = 1u8 << (4 * half + r / 2);
+            let dl = d * (f32::from(scales[8 * half + r]) - 32.0);
+            let (q, h) = (&q[at..][..16], &hmask[at..][..16]);
+            for ((o, &q), &h) in o.iter_mut().zip(q).zip(h) {
+                let low = ((q >> shift) & 3) as i8;
+                let v = low - if h & bit == 0 { 4 } else { 0 };
+                *o = dl * f32::from(v);
+            }
+        }
+    }
+}
+
+/// The 16 6-bit scales of a `Q3_K` block from their 12 packed bytes
+/// (llama.cpp's `kmask` unpacking), as signed bytes.
+#[inline(always)]
+fn q3_k_scales(packed: &[u8]) -> [i8; 16] {
+    const KMASK1: u32 = 0x0303_0303;
+    const KMASK2: u32 = 0x0f0f_0f0f;
+    let word = |i: usize| u32::from_le_bytes(packed[4 * i..4 * i + 4].try_into().expect("4"));
+    let (a0, a1, tmp) = (word(0), word(1), word(2));
+    let aux = [
+        (a0 & KMASK2) | ((tmp & KMASK1) << 4),
+        (a1 & KMASK2) | (((tmp >> 2) & KMASK1) << 4),
+        ((a0 >> 4) & KMASK2) | (((tmp >> 4) & KMASK1) << 4),
+        ((a1 >> 4) & KMASK2) | (((tmp >> 6) & KMASK1) << 4),
+    ];
+    let mut out = [0i8; 16];
+    for (o, a) in out.chunks_exact_mut(4).zip(aux) {
+        for (o, b) in o.iter_mut().zip(a.to_le_bytes()) {
+            *o = b as i8;
+        }
+    }
+    out
 }
 
 /// Scale and min of sub-block `j` (0..8) from a k-quant's 12 packed bytes
@@ -280,9 +426,17 @@ mod tests {
 
     #[test]
     fn every_build_decodes_any_bytes_as_candle_does_bit_for_bit() {
+        // (A NaN's payload aside: the sum of two NaNs, a NaN scale's
+        // product and a NaN min, is either one, as the compiler orders
+        // the operands.)
         let types = [
             Dtype::Q8_0,
             Dtype::Q4_0,
+            Dtype::Q4_1,
+            Dtype::Q5_0,
+            Dtype::Q5_1,
+            Dtype::Q2_K,
+            Dtype::Q3_K,
             Dtype::Q4_K,
             Dtype::Q5_K,
             Dtype::Q6_K,
@@ -303,10 +457,9 @@ mod tests {
                     if bytes.as_ptr() != raw.as_ptr() {
                         super::super::candle(dtype, bytes, &mut expect);
                     }
-                    let differ = got
-                        .iter()
-                        .zip(&expect)
-                        .position(|(g, e)| g.to_bits() != e.to_bits());
+                    let differ = got.iter().zip(&expect).position(|(g, e)| {
+                        g.to_bits() != e.to_bits() && !(g.is_nan() && e.is_nan())
+                    });
                     assert_eq!(differ, None, "{dtype} {build:?}");
                 }
             }
@@ -318,7 +471,7 @@ mod tests {
     #[test]
     fn other_types_are_left_to_candle() {
         let mut out = [1f32; 32];
-        assert!(!dequantize(Dtype::Q5_0, &[0; 22], &mut out));
+        assert!(!dequantize(Dtype::Q8_1, &[0; 36], &mut out));
         assert_eq!(out, [1.0; 32], "untouched");
     }
 }
