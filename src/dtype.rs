@@ -1,5 +1,5 @@
 //! The element types a safetensors header may name, and the block-quantized
-//! types of GGUF files (`Q8_0`, `Q4_K` ...), with their sizes.
+//! types of GGUF files (`Q8_0`, `Q4_K`, `IQ4_XS` ...), with their sizes.
 //!
 //! Header-only commands work from this table rather than candle's `DType`,
 //! which cannot represent every safetensors type (BOOL, U16, F8_E5M2 ...).
@@ -46,11 +46,23 @@ pub enum Dtype {
     Q5_K,
     Q6_K,
     Q8_K,
+    IQ2_XXS,
+    IQ2_XS,
+    IQ2_S,
+    IQ3_XXS,
+    IQ3_S,
+    IQ1_S,
+    IQ1_M,
+    IQ4_NL,
+    IQ4_XS,
+    TQ1_0,
+    TQ2_0,
+    MXFP4,
 }
 
 /// The block-quantized GGUF types, with values per block and bytes per block
 /// (ggml's `QK*` constants and block struct sizes).
-const QUANTIZED: [(Dtype, u64, u64); 12] = [
+const QUANTIZED: [(Dtype, u64, u64); 24] = [
     (Dtype::Q4_0, 32, 18),
     (Dtype::Q4_1, 32, 20),
     (Dtype::Q5_0, 32, 22),
@@ -63,6 +75,18 @@ const QUANTIZED: [(Dtype, u64, u64); 12] = [
     (Dtype::Q5_K, 256, 176),
     (Dtype::Q6_K, 256, 210),
     (Dtype::Q8_K, 256, 292),
+    (Dtype::IQ2_XXS, 256, 66),
+    (Dtype::IQ2_XS, 256, 74),
+    (Dtype::IQ2_S, 256, 82),
+    (Dtype::IQ3_XXS, 256, 98),
+    (Dtype::IQ3_S, 256, 110),
+    (Dtype::IQ1_S, 256, 50),
+    (Dtype::IQ1_M, 256, 56),
+    (Dtype::IQ4_NL, 32, 18),
+    (Dtype::IQ4_XS, 256, 136),
+    (Dtype::TQ1_0, 256, 54),
+    (Dtype::TQ2_0, 256, 66),
+    (Dtype::MXFP4, 32, 17),
 ];
 
 const ALL: [Dtype; 22] = [
@@ -128,6 +152,18 @@ impl Dtype {
             Dtype::Q5_K => "Q5_K",
             Dtype::Q6_K => "Q6_K",
             Dtype::Q8_K => "Q8_K",
+            Dtype::IQ2_XXS => "IQ2_XXS",
+            Dtype::IQ2_XS => "IQ2_XS",
+            Dtype::IQ2_S => "IQ2_S",
+            Dtype::IQ3_XXS => "IQ3_XXS",
+            Dtype::IQ3_S => "IQ3_S",
+            Dtype::IQ1_S => "IQ1_S",
+            Dtype::IQ1_M => "IQ1_M",
+            Dtype::IQ4_NL => "IQ4_NL",
+            Dtype::IQ4_XS => "IQ4_XS",
+            Dtype::TQ1_0 => "TQ1_0",
+            Dtype::TQ2_0 => "TQ2_0",
+            Dtype::MXFP4 => "MXFP4",
         }
     }
 
@@ -334,5 +370,28 @@ mod tests {
             assert_eq!(Dtype::parse(s), Some(d), "{s}");
         }
         assert_eq!(Dtype::parse_header("Q8_0"), None, "not a safetensors dtype");
+    }
+
+    #[test]
+    fn types_candle_lacks_have_llamas_bits_per_weight() {
+        // As ggml-common.h's comments give them.
+        for (d, bpw) in [
+            (Dtype::IQ2_XXS, 2.0625),
+            (Dtype::IQ2_XS, 2.3125),
+            (Dtype::IQ2_S, 2.5625),
+            (Dtype::IQ3_XXS, 3.0625),
+            (Dtype::IQ3_S, 3.4375),
+            (Dtype::IQ1_S, 1.5625),
+            (Dtype::IQ1_M, 1.75),
+            (Dtype::IQ4_NL, 4.5),
+            (Dtype::IQ4_XS, 4.25),
+            (Dtype::TQ1_0, 1.6875),
+            (Dtype::TQ2_0, 2.0625),
+            (Dtype::MXFP4, 4.25),
+        ] {
+            assert_eq!(d.bits_per_weight(), bpw, "{d}");
+            assert!(d.is_quantized(), "{d}");
+        }
+        assert_eq!(Dtype::parse("iq4_xs"), Some(Dtype::IQ4_XS));
     }
 }

@@ -38,8 +38,8 @@ const BROKEN: &[(&str, &str)] = &[
         "declares 2 tensors, 1 distinct names found",
     ),
     (
-        "iq-type.gguf",
-        "a tensor has ggml type 23, which candle cannot read",
+        "unknown-type.gguf",
+        "a tensor has ggml type 99, which embscope does not know",
     ),
     (
         "partial-block.gguf",
@@ -312,6 +312,7 @@ fn neighbors_finds_planted_words_in_quantized_rows() {
         ("gguf/llama-f32-untied.gguf", &llama.words),
         ("gguf/gpt2-q4_k-untied.gguf", &gpt2.words),
         ("gguf/gpt2-f16-tied.gguf", &gpt2.words),
+        ("gguf/gpt2-iq4_xs-untied.gguf", &gpt2.words),
     ] {
         let (paris, france) = (words[6].0, words[7].0);
         let v = json(&["neighbors", &fixture(rel), &format!("#{paris}"), "-k", "1"]);
@@ -465,5 +466,124 @@ fn a_directory_with_one_gguf_is_that_file_several_are_an_error() {
     fails(
         &["info", &dir],
         "2 .gguf files (model-F16.gguf, model-Q8_0.gguf); name one of them as MODEL",
+    );
+}
+
+/// The IQ fixtures: `gpt2-iq4_xs-untied.gguf` (embedding IQ4_XS, head
+/// IQ4_NL, a layer IQ3_S) and `llama-iq3_s-tied.gguf` (embedding IQ3_S).
+const IQ4: &str = "gguf/gpt2-iq4_xs-untied.gguf";
+const IQ3: &str = "gguf/llama-iq3_s-tied.gguf";
+
+#[test]
+fn files_with_types_candle_lacks_are_read_and_iq4_rows_decoded() {
+    let info = json(&["info", &fixture(IQ4)]);
+    assert_eq!(info["embedding"]["dtype"], "IQ4_XS");
+    assert_eq!(info["head"]["dtype"], "IQ4_NL");
+    assert_eq!(info["config"]["file_type"], "IQ4_XS (30)", "{info}");
+    let tensors = json(&["tensors", &fixture(IQ4)]);
+    let layer = tensors["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "blk.0.ffn_down.weight")
+        .expect("the IQ3_S layer is listed");
+    assert_eq!(layer["dtype"], "IQ3_S");
+    assert_eq!(layer["bytes"], 440, "2 rows of 2 blocks of 110 bytes");
+    let size = text(&["size", &format!("fixtures/{IQ4}")], 0);
+    assert!(
+        size.contains("IQ4_XS        1   87,296  45.3 KiB       4.2500"),
+        "{size}"
+    );
+    // The decoded rows are the generator's rows, up to the 4-bit levels.
+    let gpt2 = gguf_gen::gpt2_vocab();
+    for (matrix, seed) in [("embed", 16), ("head", 17)] {
+        let planted = gguf_gen::planted(&gpt2, gguf_gen::K_HIDDEN, seed);
+        let v = json(&[
+            "lookup",
+            &fixture(IQ4),
+            "--matrix",
+            matrix,
+            "--full",
+            "--id",
+            "5",
+            "259",
+        ]);
+        for (row, id) in v["rows"].as_array().unwrap().iter().zip([5, 259]) {
+            let got = values(row);
+            let want = &planted[id * 256..(id + 1) * 256];
+            let dot: f32 = got.iter().zip(want).map(|(a, b)| a * b).sum();
+            let norm = |r: &[f32]| r.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let cos = dot / (norm(&got) * norm(want));
+            assert!(
+                cos > 0.99,
+                "{matrix} row {id}: cosine {cos} to the rows quantized"
+            );
+        }
+    }
+    // Neighbours are the decoded rows' own (the head is IQ4_NL).
+    let full = json(
+        &[
+            "lookup",
+            &fixture(IQ4),
+            "--matrix",
+            "head",
+            "--full",
+            "--id",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain((0..341).map(|i| i.to_string()))
+        .collect::<Vec<_>>()
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
+    );
+    let rows: Vec<Vec<f64>> = full["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| values(r).iter().map(|&x| f64::from(x)).collect())
+        .collect();
+    let want = cosine_top_k(&rows, 259, 5);
+    let v = json(&[
+        "neighbors",
+        &fixture(IQ4),
+        "--matrix",
+        "head",
+        "#259",
+        "-k",
+        "5",
+    ]);
+    for (g, w) in v["queries"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(&want)
+    {
+        assert_eq!(g["id"].as_u64().unwrap(), w.0);
+        assert!((g["score"].as_f64().unwrap() - w.1).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn a_vocabulary_matrix_of_a_type_embscope_cannot_decode_is_an_error_naming_it() {
+    let info = json(&["info", &fixture(IQ3)]);
+    assert_eq!(info["embedding"]["dtype"], "IQ3_S");
+    let err = "tensor `token_embd.weight` is IQ3_S, which embscope cannot decode \
+               (of the GGUF types it decodes Q4_0 to Q8_1, the K-quants, IQ4_NL and IQ4_XS)";
+    for args in [
+        &["neighbors", &fixture(IQ3), "#3"][..],
+        &["lookup", &fixture(IQ3), "--id", "3"],
+        &["undertrained", &fixture(IQ3)],
+    ] {
+        fails(args, err);
+    }
+    // `check` still checks what needs no values, and says what it skipped.
+    let out = text(&["check", &format!("fixtures/{IQ3}")], 0);
+    assert!(
+        out.contains(&format!(
+            "values-not-checked  values of `token_embd.weight` are not checked: {err}"
+        )),
+        "{out}"
     );
 }

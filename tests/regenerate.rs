@@ -7,6 +7,8 @@ pub mod checkpoints;
 mod defects;
 #[path = "../fixtures/gen/gguf.rs"]
 pub mod gguf;
+#[path = "../fixtures/gen/gguf_iq.rs"]
+mod gguf_iq;
 #[path = "../fixtures/gen/pieces.rs"]
 mod pieces;
 #[path = "../fixtures/gen/tokenizer_files.rs"]

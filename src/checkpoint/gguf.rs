@@ -53,15 +53,18 @@ pub struct Gguf {
 pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
     let bad = |msg: String| Error::bad_file(path, msg);
     let pre = guard(file).map_err(bad)?;
-    let content = Content::read(&mut Cursor::new(file)).map_err(|e| {
+    let patched = patch_types(file, &pre);
+    let header = patched.as_ref().map_or(file, |(header, _)| header);
+    let content = Content::read(&mut Cursor::new(header)).map_err(|e| {
         let msg = one_line(&e.to_string());
         match msg.strip_prefix("unknown dtype for tensor ") {
             Some(ty) => bad(format!(
-                "a tensor has ggml type {ty}, which candle cannot read (F32, F16, BF16, Q4_0 to Q8_1 and the K-quants are supported; IQ types are not)"
+                "a tensor has ggml type {ty}, which embscope does not know (it knows F32, F16, BF16, F64, the integer types, Q4_0 to Q8_1, the K-quants, the IQ types, TQ1_0, TQ2_0 and MXFP4)"
             )),
             None => bad(format!("not a readable GGUF file ({msg})")),
         }
     })?;
+    let lacked = patched.map(|(_, types)| types).unwrap_or_default();
     if content.metadata.len() as u64 != pre.kv_count {
         return Err(bad(format!(
             "header declares {} metadata entries, {} distinct keys found; a key must appear once",
@@ -90,7 +93,11 @@ pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
     infos.sort_by_key(|(name, _)| *name);
     let mut tensors = Vec::with_capacity(infos.len());
     for (name, info) in infos {
-        tensors.push(tensor(name, info, data_start, alignment, file_len).map_err(bad)?);
+        let dtype = lacked
+            .get(name)
+            .copied()
+            .unwrap_or_else(|| dtype_of(info.ggml_dtype));
+        tensors.push(tensor(name, dtype, info, data_start, alignment, file_len).map_err(bad)?);
     }
     tensors.sort_by(|a, b| (a.start, a.end, &a.name).cmp(&(b.start, b.end, &b.name)));
     for pair in tensors.windows(2) {
@@ -130,15 +137,16 @@ fn dtype_of(g: GgmlDType) -> Dtype {
     }
 }
 
-/// Validates one tensor info and makes its byte range absolute.
+/// Validates one tensor info, of type `dtype`, and makes its byte range
+/// absolute.
 fn tensor(
     name: &str,
+    dtype: Dtype,
     info: &candle_core::quantized::gguf_file::TensorInfo,
     data_start: u64,
     alignment: u64,
     file_len: u64,
 ) -> std::result::Result<RawTensor, String> {
-    let dtype = dtype_of(info.ggml_dtype);
     let shape: Vec<usize> = info.shape.dims().to_vec();
     if shape.contains(&0) {
         return Err(format!(
@@ -188,6 +196,8 @@ struct Pre {
     tensor_count: u64,
     kv_count: u64,
     alignment: u64,
+    /// Where the tensor infos start.
+    infos: usize,
 }
 
 /// Walks the fixed header and the metadata section without allocating:
@@ -260,7 +270,67 @@ fn guard(file: &[u8]) -> std::result::Result<Pre, String> {
         tensor_count,
         kv_count,
         alignment,
+        infos: r.pos,
     })
+}
+
+/// The ggml types candle's reader does not know, by ggml type id: the
+/// `IQ` and ternary types, `MXFP4`, and the plain integers and F64.
+fn candle_lacks(id: u32) -> Option<Dtype> {
+    Some(match id {
+        16 => Dtype::IQ2_XXS,
+        17 => Dtype::IQ2_XS,
+        18 => Dtype::IQ3_XXS,
+        19 => Dtype::IQ1_S,
+        20 => Dtype::IQ4_NL,
+        21 => Dtype::IQ3_S,
+        22 => Dtype::IQ2_S,
+        23 => Dtype::IQ4_XS,
+        24 => Dtype::I8,
+        25 => Dtype::I16,
+        26 => Dtype::I32,
+        27 => Dtype::I64,
+        28 => Dtype::F64,
+        29 => Dtype::IQ1_M,
+        34 => Dtype::TQ1_0,
+        35 => Dtype::TQ2_0,
+        39 => Dtype::MXFP4,
+        _ => return None,
+    })
+}
+
+/// The tensors whose ggml type candle's reader does not know (see
+/// [`candle_lacks`]; an `IQ4_XS` download has hundreds), by name, and a
+/// copy of the header up to the end of the tensor infos with their type
+/// ids set to F32's, for candle to read everything else from; `None` when
+/// there are none. A walk that runs past the end of the file, or meets a
+/// type id nobody knows, stops here and leaves the error to candle.
+fn patch_types(file: &[u8], pre: &Pre) -> Option<(Vec<u8>, HashMap<String, Dtype>)> {
+    let mut r = Reader {
+        file,
+        pos: pre.infos,
+    };
+    let mut found = Vec::new();
+    for _ in 0..pre.tensor_count {
+        let name = r.string().ok()?;
+        let dims = u64::from(r.u32().ok()?);
+        r.take(dims.checked_mul(8)?).ok()?;
+        let at = r.pos;
+        if let Some(dtype) = candle_lacks(r.u32().ok()?) {
+            found.push((at, String::from_utf8_lossy(name).into_owned(), dtype));
+        }
+        r.u64().ok()?;
+    }
+    if found.is_empty() {
+        return None;
+    }
+    let mut header = file[..r.pos].to_vec();
+    let mut types = HashMap::new();
+    for (at, name, dtype) in found {
+        header[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+        types.insert(name, dtype);
+    }
+    Some((header, types))
 }
 
 fn too_short(file: &[u8]) -> String {

@@ -1,9 +1,13 @@
 //! Decoders of our own for the block types GGUF files store weights in
-//! (`Q8_0`, `Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q2_K` to `Q6_K`: every type
-//! llama.cpp's mixes give an embedding or a head), reading the blocks
+//! (`Q8_0`, `Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q2_K` to `Q6_K`, and the
+//! non-linear `IQ4_NL` and `IQ4_XS` that candle cannot read: the
+//! embeddings and heads of llama.cpp's usual mixes), reading the blocks
 //! straight from the mapped bytes, aligned or not.
 //!
-//! They compute what candle's `GgmlType::to_float` computes, operation by
+//! The `IQ4` types are decoded as llama.cpp's `dequantize_row_iq4_nl` and
+//! `_iq4_xs` do (checked against the `gguf` Python package by
+//! `benches/gguf_reference.py`); the others compute what candle's
+//! `GgmlType::to_float` computes, operation by
 //! operation (the same products, sums and differences of the same f32
 //! values, never fused), so the values are the same to the bit (but for
 //! which payload a NaN carries where two NaNs meet); but they are
@@ -30,6 +34,11 @@ const QK_K: usize = 256;
 /// guarantees they do not.
 pub(super) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) -> bool {
     dequantize_with(RowBuild::detect(), dtype, bytes, out)
+}
+
+/// True for the types decoded here.
+pub(super) fn decodes(dtype: Dtype) -> bool {
+    Kind::of(dtype).is_some()
 }
 
 /// [`dequantize`] with the build `build`.
@@ -75,6 +84,8 @@ enum Kind {
     Q4K,
     Q5K,
     Q6K,
+    IQ4NL,
+    IQ4XS,
 }
 
 impl Kind {
@@ -90,6 +101,8 @@ impl Kind {
             Dtype::Q4_K => Kind::Q4K,
             Dtype::Q5_K => Kind::Q5K,
             Dtype::Q6_K => Kind::Q6K,
+            Dtype::IQ4_NL => Kind::IQ4NL,
+            Dtype::IQ4_XS => Kind::IQ4XS,
             _ => return None,
         })
     }
@@ -107,6 +120,8 @@ impl Kind {
             Kind::Q4K => (144, QK_K),
             Kind::Q5K => (176, QK_K),
             Kind::Q6K => (210, QK_K),
+            Kind::IQ4NL => (18, 32),
+            Kind::IQ4XS => (136, QK_K),
         }
     }
 }
@@ -138,6 +153,8 @@ fn decode(kind: Kind, bytes: &[u8], out: &mut [f32]) {
         Kind::Q4K => each_block!(bytes, out, q4_k),
         Kind::Q5K => each_block!(bytes, out, q5_k),
         Kind::Q6K => each_block!(bytes, out, q6_k),
+        Kind::IQ4NL => each_block!(bytes, out, iq4_nl),
+        Kind::IQ4XS => each_block!(bytes, out, iq4_xs),
     }
 }
 
@@ -309,6 +326,46 @@ fn q3_k_scales(packed: &[u8]) -> [i8; 16] {
     out
 }
 
+/// The 16 levels of the non-linear 4-bit types (ggml's `kvalues_iq4nl`).
+const IQ4_LEVELS: [i8; 16] = [
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+];
+
+/// 32 values of the `IQ4` types from 16 bytes of level indices (low
+/// nibbles the first 16 values, high the last): level × `d`.
+#[inline(always)]
+fn iq4_run(d: f32, qs: &[u8], o: &mut [f32]) {
+    let (lo, hi) = o.split_at_mut(16);
+    for ((lo, hi), &q) in lo.iter_mut().zip(hi).zip(qs) {
+        *lo = d * f32::from(IQ4_LEVELS[usize::from(q & 0xF)]);
+        *hi = d * f32::from(IQ4_LEVELS[usize::from(q >> 4)]);
+    }
+}
+
+/// `IQ4_NL`: an f16 scale, then 16 bytes of two level indices.
+#[inline(always)]
+fn iq4_nl(b: &[u8; 18], o: &mut [f32; 32]) {
+    iq4_run(half_at(b, 0), &b[2..], o);
+}
+
+/// `IQ4_XS`: an f16 scale `d`, 16 bits of high scale bits, 4 bytes of low
+/// scale bits, 128 bytes of level indices; runs of 32 values, run `r`
+/// scaled by `d × (scale_r − 32)`, its 6-bit scale the low (`r` even) or
+/// high nibble of byte `r / 2` with bits `2r, 2r + 1` of the high bits on
+/// top.
+#[inline(always)]
+fn iq4_xs(b: &[u8; 136], o: &mut [f32; QK_K]) {
+    let d = half_at(b, 0);
+    let high = u16::from_le_bytes([b[2], b[3]]);
+    let low = &b[4..8];
+    let (qs, _) = b[8..].as_chunks::<16>();
+    let (outs, _) = o.as_chunks_mut::<32>();
+    for (r, (q, o)) in qs.iter().zip(outs).enumerate() {
+        let scale = ((low[r / 2] >> (4 * (r % 2))) & 0xF) | ((((high >> (2 * r)) & 3) as u8) << 4);
+        iq4_run(d * f32::from(i16::from(scale) - 32), q, o);
+    }
+}
+
 /// Scale and min of sub-block `j` (0..8) from a k-quant's 12 packed bytes
 /// of 6-bit scales and mins (llama.cpp's `get_scale_min_k4`).
 #[inline(always)]
@@ -465,6 +522,50 @@ mod tests {
             }
             assert!(want.iter().any(|v| v.is_nan()), "{dtype}: NaN scales met");
             assert!(want.iter().any(|v| v.is_finite() && *v != 0.0), "{dtype}");
+        }
+    }
+
+    #[test]
+    fn iq4_blocks_decode_to_their_levels_times_their_scales() {
+        // IQ4_NL: d = 0.5 (f16 0x3800); byte j holds levels j and 15 − j.
+        let mut nl = vec![0x00, 0x38];
+        nl.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
+        let mut got = [0f32; 32];
+        assert!(dequantize(Dtype::IQ4_NL, &nl, &mut got));
+        for j in 0..16 {
+            assert_eq!(got[j], 0.5 * f32::from(IQ4_LEVELS[j]), "{j}");
+            assert_eq!(got[16 + j], 0.5 * f32::from(IQ4_LEVELS[15 - j]), "{j}");
+        }
+        // IQ4_XS: d = 2; run r's 6-bit scale is 33 + r (so × (r + 1)):
+        // low nibbles 1 + r, high bits 2 (32 = 2 << 4).
+        let mut xs = vec![0x00, 0x40];
+        xs.extend(0xAAAAu16.to_le_bytes());
+        xs.extend((0..4u8).map(|k| (2 * k + 1) | ((2 * k + 2) << 4)));
+        xs.extend((0..8).flat_map(|_| (0..16u8).map(|j| j | (j << 4))));
+        let mut got = vec![0f32; 256];
+        assert!(dequantize(Dtype::IQ4_XS, &xs, &mut got));
+        for r in 0..8 {
+            for j in 0..32 {
+                let want = 2.0 * (r as f32 + 1.0) * f32::from(IQ4_LEVELS[j % 16]);
+                assert_eq!(got[32 * r + j], want, "run {r} value {j}");
+            }
+        }
+        // Every build gives the portable build's bits on any bytes.
+        for dtype in [Dtype::IQ4_NL, Dtype::IQ4_XS] {
+            let (block_bytes, block_values) = Kind::of(dtype).expect("decoded here").sizes();
+            let raw = noise(500 * block_bytes, 99);
+            let portable = RowBuild::all().pop().expect("the portable build");
+            let mut want = vec![0f32; 500 * block_values];
+            assert!(dequantize_with(portable, dtype, &raw, &mut want));
+            for build in RowBuild::all() {
+                let mut got = vec![0f32; want.len()];
+                assert!(dequantize_with(build, dtype, &raw, &mut got));
+                let differ = got
+                    .iter()
+                    .zip(&want)
+                    .position(|(g, w)| g.to_bits() != w.to_bits());
+                assert_eq!(differ, None, "{dtype} {build:?}");
+            }
         }
     }
 

@@ -18,10 +18,17 @@ mod blocks;
 /// Blocks copied per step when the bytes are not aligned.
 const COPY_BLOCKS: usize = 64;
 
+/// True when [`dequantize`] decodes `dtype`: every block-quantized type but
+/// the `IQ` ones other than `IQ4_NL` and `IQ4_XS` (their codebooks are not
+/// built in), the ternary `TQ` ones and `MXFP4`.
+pub(crate) fn decodes(dtype: Dtype) -> bool {
+    blocks::decodes(dtype) || matches!(dtype, Dtype::Q8_1 | Dtype::Q8_K)
+}
+
 /// Decodes whole blocks of `dtype` in `bytes` into `out`, which holds
 /// exactly their values.
 ///
-/// Panics if `dtype` is not block-quantized or the lengths disagree;
+/// Panics if [`decodes`] is false for `dtype` or the lengths disagree;
 /// [`super::Matrix::new`] guarantees both.
 pub(crate) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
     if blocks::dequantize(dtype, bytes, out) {
