@@ -539,6 +539,45 @@ fn simd_f16_conversion_is_the_matrix_one() {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn gguf_blocks_decoded_in_registers_sum_as_the_decoded_block_bit_for_bit() {
+    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+    if !super::x86::has_avx512() {
+        return;
+    }
+    let (rows, cols) = (21, 512);
+    // Values of every row scaled differently, a zero row among them.
+    let mut vals = values(rows * cols, 8);
+    for (i, row) in vals.chunks_mut(cols).enumerate() {
+        let scale = if i == 5 { 0.0 } else { 1.0 + i as f32 };
+        row.iter_mut().for_each(|x| *x *= scale);
+    }
+    let t = Tensor::from_slice(&vals, (rows, cols), &Device::Cpu).unwrap();
+    for (dtype, g) in [(Dtype::Q8_0, GgmlDType::Q8_0)] {
+        let bytes = QTensor::quantize(&t, g)
+            .unwrap()
+            .data()
+            .unwrap()
+            .into_owned();
+        let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
+        let mut decoded = vec![0.0; rows * cols];
+        m.block_into(0..rows, &mut decoded);
+        let kind = super::x86::quant_kind(dtype).expect("decoded in registers");
+        for nq in 1..=7 {
+            let queries = values(nq * cols, 9 + nq as u64);
+            let (mut n1, mut d1) = (vec![0.0; rows], vec![0.0; rows * nq]);
+            let (mut n2, mut d2) = (vec![0.0; rows], vec![0.0; rows * nq]);
+            super::x86::block_avx512(&bytes, kind, cols, &queries, Some(&mut n1), &mut d1);
+            super::x86::block_f32_avx512(&decoded, cols, &queries, Some(&mut n2), &mut d2);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&n1), bits(&n2), "{dtype} norms");
+            assert_eq!(bits(&d1), bits(&d2), "{dtype} {nq} queries");
+        }
+    }
+}
+
 #[test]
 fn a_scan_shared_by_the_trial_s_kernels_gives_the_exact_answer() {
     // 32 MiB of BF16 rows, the least the trial measures: 4096 rows of 4096.
