@@ -11,11 +11,12 @@ use crate::roles::Which;
 use crate::usage;
 
 /// Inspect the vocabulary layers (input embedding and LM head) of a
-/// language-model checkpoint, straight from its safetensors files.
+/// language-model checkpoint, straight from its safetensors or GGUF files.
 ///
 /// MODEL is a Hugging Face model directory, a .safetensors file, an
-/// *.safetensors.index.json, or a Hub id (org/name) already in the local
-/// Hugging Face cache. Nothing is ever downloaded; files are opened read-only.
+/// *.safetensors.index.json, a .gguf file, a Hub id (org/name) already in
+/// the local Hugging Face cache, or an Ollama name (llama3.2:1b) already
+/// pulled. Nothing is ever downloaded; files are opened read-only.
 #[derive(Debug, Parser)]
 #[command(name = "embscope", version, max_term_width = 100)]
 pub struct Cli {
@@ -73,12 +74,12 @@ pub enum ColorChoice {
 pub enum Command {
     /// Files, config, the embedding and head tensors, tie status, tokenizer.
     Info {
-        /// Model directory, .safetensors file, index file or Hub id.
+        /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
         model: String,
     },
     /// One row per tensor: name, dtype, shape, parameters, bytes, file.
     Tensors {
-        /// Model directory, .safetensors file, index file or Hub id.
+        /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
         model: String,
         /// Only tensors whose name matches this glob (`*` crosses dots), e.g. `*embed*`.
         #[arg(long, value_name = "GLOB")]
@@ -133,7 +134,7 @@ pub enum Command {
 /// Arguments of `undertrained`.
 #[derive(Debug, Args)]
 pub struct UndertrainedArgs {
-    /// Model directory, .safetensors file, index file or Hub id.
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// Candidates to list.
     #[arg(long, default_value_t = 30, value_name = "N")]
@@ -157,7 +158,7 @@ pub struct UndertrainedArgs {
 /// Arguments of `check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Model directory, .safetensors file, index file or Hub id.
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
@@ -185,7 +186,7 @@ pub enum SortBy {
 /// Arguments of `size`.
 #[derive(Debug, Args)]
 pub struct SizeArgs {
-    /// Model directory, .safetensors file, index file or Hub id.
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// What if the vocabulary had N rows.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
@@ -208,7 +209,7 @@ pub struct SizeArgs {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("query").required(true).args(["id", "token", "text"])))]
 pub struct LookupArgs {
-    /// Model directory, .safetensors file, index file or Hub id.
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// Row ids, e.g. `--id 0 42 9906`.
     #[arg(long, num_args = 1.., value_name = "N", allow_negative_numbers = true, value_parser = usage::row_id)]
@@ -254,7 +255,7 @@ pub enum Format {
 /// Arguments of `neighbors`.
 #[derive(Debug, Args)]
 pub struct NeighborsArgs {
-    /// Model directory, .safetensors file, index file or Hub id.
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// Queries: a word, `#ID`, or terms joined by ` + ` and ` - `
     /// (`"king - man + woman"`). A word `king` means the word in running

@@ -16,6 +16,7 @@ mod kernels;
 mod lookup;
 mod neighbors;
 mod older_files;
+mod ollama;
 mod regenerate;
 mod safetensors_fuzz;
 mod size;

@@ -160,7 +160,7 @@ fn a_model_after_its_queries_is_pointed_out() {
     // Neither argument a path: the plain not-found error.
     fails(
         &["neighbors", "king", "queen"],
-        "`king` is not a path, and not in the Hugging Face cache",
+        "`king` is not a path, not in the Hugging Face cache",
     );
 }
 

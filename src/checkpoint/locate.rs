@@ -1,6 +1,8 @@
 //! Turning the MODEL argument into files: a directory, a `.safetensors`
-//! file, an `*.safetensors.index.json`, a `.gguf` file, or a Hub id found in
-//! the local Hugging Face cache. Nothing is downloaded, ever.
+//! file, an `*.safetensors.index.json`, a `.gguf` file (or a file of either
+//! format under another name, known by its first bytes), a Hub id found in
+//! the local Hugging Face cache, or an Ollama model name found in Ollama's
+//! store (see `ollama`). Nothing is downloaded, ever.
 //!
 //! A directory with safetensors weights is read as such even when it also
 //! holds GGUF files. Without them, a directory holding exactly one `.gguf`
@@ -50,12 +52,36 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
     if path.is_file() {
         return from_file(path);
     }
-    if looks_like_hub_id(model) {
+    let hub = looks_like_hub_id(model);
+    if hub && hub_repo(model).is_some_and(|r| r.is_dir()) {
         return from_hub(model, revision);
     }
-    Err(Error::BadInput(format!(
-        "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json, a .gguf file or a Hub id such as `org/name`)"
-    )))
+    let ollama = super::ollama::Name::parse(model);
+    if let Some(found) = ollama.as_ref().and_then(|n| super::ollama::find(model, n)) {
+        let (blob, note) = found?;
+        let mut sources = from_file(&blob)?;
+        sources.notes.push(note);
+        return Ok(sources);
+    }
+    match (hub, ollama) {
+        // Neither store has it.
+        (true, Some(name)) => Err(Error::BadInput(format!(
+            "`{model}` is not a path, not in the Hugging Face cache ({}) and not in Ollama's store (no {}); embscope never downloads: fetch it with `hf download {model}` or `ollama pull {model}` first",
+            hub_repo(model).map_or_else(
+                || "none is known: set HF_HUB_CACHE or HF_HOME".to_string(),
+                |r| format!("looked for `{}`", r.display())
+            ),
+            super::ollama::expected(&name)
+        ))),
+        (true, None) => from_hub(model, revision),
+        (false, Some(name)) => Err(Error::BadInput(format!(
+            "`{model}` is not a path, and not in Ollama's store (no {}); embscope never downloads: fetch it with `ollama pull {model}` first",
+            super::ollama::expected(&name)
+        ))),
+        (false, None) => Err(Error::BadInput(format!(
+            "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json, a .gguf file, a Hub id such as `org/name` or an Ollama name such as `llama3.2:1b`)"
+        ))),
+    }
 }
 
 fn from_dir(dir: &Path) -> Result<Sources> {
@@ -70,7 +96,7 @@ fn from_dir(dir: &Path) -> Result<Sources> {
             indexes.push(p);
         } else if name.ends_with(".safetensors") && p.is_file() {
             safetensors.push(p);
-        } else if is_gguf(&p) && p.is_file() {
+        } else if has_gguf_extension(&p) && p.is_file() {
             ggufs.push(p);
         }
     }
@@ -139,7 +165,7 @@ fn from_file(file: &Path) -> Result<Sources> {
             hub: None,
             notes: Vec::new(),
         })
-    } else if name.ends_with(".safetensors") || is_gguf(file) {
+    } else if name.ends_with(".safetensors") || is_gguf(file) || sniffs_as_safetensors(file) {
         // A shard alone lacks the tensors of the other shards: open the
         // checkpoint its index describes (a GGUF file is whole, and no
         // safetensors index names one).
@@ -166,7 +192,7 @@ fn from_file(file: &Path) -> Result<Sources> {
     } else {
         Err(Error::bad_file(
             file,
-            "expected a .safetensors file, a .safetensors.index.json, a .gguf file or a model directory",
+            "expected a .safetensors file, a .safetensors.index.json, a .gguf file or a model directory (its first bytes are neither GGUF's magic nor a safetensors header)",
         ))
     }
 }
@@ -198,11 +224,43 @@ fn index_naming(dir: &Path, shard: &str) -> Option<PathBuf> {
     })
 }
 
-/// True for a file named `*.gguf` (any case).
+/// True for a file named `*.gguf` (any case), or one under a name of no
+/// known kind that starts with GGUF's magic (an Ollama blob, say).
 pub fn is_gguf(path: &Path) -> bool {
+    has_gguf_extension(path) || (!known_name(path) && first_bytes(path, 4) == b"GGUF")
+}
+
+/// True for a file named `*.gguf` (any case).
+fn has_gguf_extension(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
+
+/// True for the names whose kind the name says: `.safetensors`, `.json`,
+/// `.gguf`.
+fn known_name(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.ends_with(".safetensors") || name.ends_with(".json") || has_gguf_extension(path)
+}
+
+/// True for a file under a name of no known kind that starts as a
+/// safetensors file does: an 8-byte header length, then `{` (a blob of
+/// the Hugging Face cache named by its hash, say).
+fn sniffs_as_safetensors(path: &Path) -> bool {
+    let head = first_bytes(path, 9);
+    !known_name(path) && head.len() == 9 && head[8] == b'{'
+}
+
+/// Up to the first `n` bytes of the file at `path` (fewer for a shorter or
+/// unreadable file).
+fn first_bytes(path: &Path, n: usize) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::with_capacity(n);
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(n as u64).read_to_end(&mut out);
+    }
+    out
 }
 
 /// The sources of a directory whose weights are the GGUF files `ggufs`:
@@ -270,13 +328,17 @@ fn hub_cache_dir() -> Option<PathBuf> {
     })
 }
 
+/// Where the Hub id `id` would be in the cache (`None`: no cache is known).
+fn hub_repo(id: &str) -> Option<PathBuf> {
+    hub_cache_dir().map(|c| c.join(format!("models--{}", id.replace('/', "--"))))
+}
+
 fn from_hub(id: &str, revision: &str) -> Result<Sources> {
-    let cache = hub_cache_dir().ok_or_else(|| {
+    let repo = hub_repo(id).ok_or_else(|| {
         Error::BadInput(format!(
             "`{id}` is not a path, and no Hugging Face cache is known (set HF_HUB_CACHE or HF_HOME)"
         ))
     })?;
-    let repo = cache.join(format!("models--{}", id.replace('/', "--")));
     if !repo.is_dir() {
         return Err(Error::BadInput(format!(
             "`{id}` is not a path, and not in the Hugging Face cache (looked for `{}`); embscope never downloads: fetch it with `hf download {id}` first",

@@ -11,6 +11,7 @@ pub mod gguf_config;
 pub mod header;
 mod index;
 pub mod locate;
+mod ollama;
 mod release;
 
 use std::collections::{BTreeMap, HashMap};

@@ -22,6 +22,7 @@ pub fn embscope() -> Command {
     let mut c = Command::cargo_bin("embscope").expect("binary built");
     c.env_remove("HF_HUB_CACHE")
         .env_remove("HF_HOME")
+        .env_remove("OLLAMA_MODELS")
         .env("HOME", "/nonexistent")
         .env("NO_COLOR", "1");
     c
