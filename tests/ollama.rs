@@ -62,17 +62,20 @@ fn an_ollama_name_opens_the_blob_its_manifest_names() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["queries"][0]["results"][0]["token"], " prince");
     // The blob itself, named by its digest alone: known by its magic.
-    let blob = tmp.path().join(format!("blobs/sha256-{HEX}"));
+    let v = info(&tmp.path().join(format!("blobs/sha256-{HEX}")));
+    assert_eq!(v["format"], "gguf");
+}
+
+/// `info --json` of the file at `path`, which must succeed.
+fn info(path: &Path) -> serde_json::Value {
     let out = embscope()
         .args(["--json", "info"])
-        .arg(&blob)
+        .arg(path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -143,17 +146,7 @@ fn files_under_other_names_are_known_by_their_first_bytes() {
     let tmp = tempfile::tempdir().unwrap();
     let blob = tmp.path().join("3f2a9c");
     std::fs::copy(fixture("gpt2-tied/model.safetensors"), &blob).unwrap();
-    let out = embscope()
-        .args(["--json", "info"])
-        .arg(&blob)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = info(&blob);
     assert_eq!(v["embedding"]["shape"], serde_json::json!([341, 32]));
     // Neither: the error says what the first bytes are not.
     let other = tmp.path().join("notes");

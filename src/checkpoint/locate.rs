@@ -298,13 +298,16 @@ fn one_gguf(dir: &Path, mut ggufs: Vec<PathBuf>) -> Result<Sources> {
 /// `org/name` or `name`, made of the characters the Hub allows.
 fn looks_like_hub_id(s: &str) -> bool {
     let parts: Vec<&str> = s.split('/').collect();
-    let ok = |p: &str| {
-        !p.is_empty()
-            && !p.starts_with('.')
-            && p.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    };
-    (1..=2).contains(&parts.len()) && parts.iter().all(|p| ok(p))
+    (1..=2).contains(&parts.len()) && parts.iter().all(|p| plain_part(p))
+}
+
+/// One part of a Hub id or an Ollama name: letters, digits, `-`, `_` and
+/// `.`, not empty and not starting with `.` (so never `..`).
+pub(super) fn plain_part(p: &str) -> bool {
+    !p.is_empty()
+        && !p.starts_with('.')
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The hub cache directory: `HF_HUB_CACHE`, else `HF_HOME/hub`, else

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::locate::plain_part;
 use crate::{Error, Result};
 
 /// The media type of the weights' layer.
@@ -35,13 +36,7 @@ impl Name {
             _ => (s, "latest"),
         };
         let parts: Vec<&str> = path.split('/').collect();
-        let ok = |p: &str| {
-            !p.is_empty()
-                && !p.starts_with('.')
-                && p.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        };
-        if !ok(tag) || !parts.iter().all(|p| ok(p)) {
+        if !plain_part(tag) || !parts.iter().all(|p| plain_part(p)) {
             return None;
         }
         let (host, namespace, model) = match parts[..] {

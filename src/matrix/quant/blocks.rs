@@ -380,6 +380,16 @@ fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     }
 }
 
+/// The factors of sub-blocks `2j` and `2j + 1` of a `Q4_K` or `Q5_K`
+/// block: `(d × scale, dmin × min)` each.
+#[inline(always)]
+fn sub_scales(d: f32, dmin: f32, scales: &[u8], j: usize) -> [(f32, f32); 2] {
+    [2 * j, 2 * j + 1].map(|k| {
+        let (sc, m) = scale_min(k, scales);
+        (d * f32::from(sc), dmin * f32::from(m))
+    })
+}
+
 /// `Q4_K`: f16 scale `d` and min `dmin`, 12 bytes of 6-bit sub-block
 /// scales and mins, 128 bytes of 4-bit values; sub-blocks of 32 values,
 /// value = (d × scale) × q − dmin × min.
@@ -390,10 +400,7 @@ fn q4_k(b: &[u8; 144], o: &mut [f32; QK_K]) {
     let (qs, _) = b[16..].as_chunks::<32>();
     let (outs, _) = o.as_chunks_mut::<64>();
     for (j, (q, o)) in qs.iter().zip(outs).enumerate() {
-        let (s1, m1) = scale_min(2 * j, scales);
-        let (s2, m2) = scale_min(2 * j + 1, scales);
-        let (d1, m1) = (d * f32::from(s1), dmin * f32::from(m1));
-        let (d2, m2) = (d * f32::from(s2), dmin * f32::from(m2));
+        let [(d1, m1), (d2, m2)] = sub_scales(d, dmin, scales, j);
         let (lo, hi) = o.split_at_mut(32);
         for ((lo, hi), &q) in lo.iter_mut().zip(hi).zip(q) {
             *lo = d1 * f32::from(q & 0xF) - m1;
@@ -413,10 +420,7 @@ fn q5_k(b: &[u8; 176], o: &mut [f32; QK_K]) {
     let (qs, _) = b[48..].as_chunks::<32>();
     let (outs, _) = o.as_chunks_mut::<64>();
     for (j, (q, o)) in qs.iter().zip(outs).enumerate() {
-        let (s1, m1) = scale_min(2 * j, scales);
-        let (s2, m2) = scale_min(2 * j + 1, scales);
-        let (d1, m1) = (d * f32::from(s1), dmin * f32::from(m1));
-        let (d2, m2) = (d * f32::from(s2), dmin * f32::from(m2));
+        let [(d1, m1), (d2, m2)] = sub_scales(d, dmin, scales, j);
         let (lo, hi) = o.split_at_mut(32);
         for (((lo, hi), &q), &h) in lo.iter_mut().zip(hi).zip(q).zip(qh) {
             // candle adds 16.0 to the nibble's f32: the same exact value.
