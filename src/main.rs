@@ -95,7 +95,11 @@ fn open_checkpoint(model: &str, cli: &Cli) -> Result<Checkpoint, Stop> {
     }
     let sources = locate(model, revision.unwrap_or("main"))?;
     print_notes(cli, &sources.notes);
-    Ok(Checkpoint::open_located(model, sources)?)
+    let shown = sources.notes.len();
+    let ckpt = Checkpoint::open_located(model, sources)?;
+    // Notes made while opening (a split opened as its whole model).
+    print_notes(cli, &ckpt.sources.notes[shown..]);
+    Ok(ckpt)
 }
 
 /// Prints `notes` on stderr, one `note: …` line each, unless `--quiet`.

@@ -587,3 +587,71 @@ fn a_vocabulary_matrix_of_a_type_embscope_cannot_decode_is_an_error_naming_it() 
         "{out}"
     );
 }
+
+/// `llama-f32-untied.gguf` cut in two as `gguf-split` cuts models.
+const SPLIT: &str = "gguf/split";
+
+#[test]
+fn a_split_model_opens_whole_from_its_directory_or_any_split() {
+    let whole = json(&[
+        "neighbors",
+        &fixture("gguf/llama-f32-untied.gguf"),
+        "--matrix",
+        "head",
+        "king",
+        "#42",
+        "-k",
+        "8",
+    ]);
+    for model in [
+        fixture(SPLIT),
+        fixture("gguf/split/llama-00001-of-00002.gguf"),
+        fixture("gguf/split/llama-00002-of-00002.gguf"),
+    ] {
+        let info = json(&["info", &model]);
+        assert_eq!(info["embedding"]["dtype"], "F32", "{model}");
+        assert_eq!(info["head"]["name"], "output.weight", "{model}");
+        let v = json(&[
+            "neighbors",
+            &model,
+            "--matrix",
+            "head",
+            "king",
+            "#42",
+            "-k",
+            "8",
+        ]);
+        assert_eq!(v, whole, "{model}");
+    }
+    let out = embscope()
+        .args(["info", &fixture("gguf/split/llama-00002-of-00002.gguf")])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "note: llama-00002-of-00002.gguf is split 2 of 2; opening the whole model"
+    );
+}
+
+#[test]
+fn a_split_model_with_a_split_missing_or_misnamed_is_an_error() {
+    let first = fixture("gguf/split/llama-00001-of-00002.gguf");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = |name: &str| {
+        let p = tmp.path().join(name);
+        std::fs::copy(&first, &p).unwrap();
+        p.display().to_string()
+    };
+    // The second split is not there.
+    let alone = copy("m-00001-of-00002.gguf");
+    fails(&["info", &alone], "m-00002-of-00002.gguf");
+    // A file claiming to be split 1 where split 2 belongs.
+    copy("m-00002-of-00002.gguf");
+    fails(&["info", &alone], "expected split 2 of 2");
+    // Renamed: the other splits cannot be found.
+    let renamed = copy("model.gguf");
+    fails(
+        &["info", &renamed],
+        "split 1 of 2 of a model, but not named as `gguf-split` names splits (`NAME-00001-of-00002.gguf`)",
+    );
+}

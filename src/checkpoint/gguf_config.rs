@@ -54,7 +54,7 @@ pub fn from_metadata(path: &Path, md: &HashMap<String, Value>) -> Result<ModelCo
 }
 
 /// An unsigned value of any integer type (negative ones are not).
-fn unsigned(v: &Value) -> Option<u64> {
+pub(super) fn unsigned(v: &Value) -> Option<u64> {
     match v {
         Value::U8(x) => Some(u64::from(*x)),
         Value::U16(x) => Some(u64::from(*x)),

@@ -264,9 +264,13 @@ fn first_bytes(path: &Path, n: usize) -> Vec<u8> {
 }
 
 /// The sources of a directory whose weights are the GGUF files `ggufs`:
-/// exactly one, else an error listing them.
+/// exactly one, or the splits of one model, else an error listing them.
 fn one_gguf(dir: &Path, mut ggufs: Vec<PathBuf>) -> Result<Sources> {
     ggufs.sort();
+    // The splits of one model are that model (opened from the first).
+    if let Some(first) = super::gguf_split::first_of_set(&ggufs) {
+        ggufs = vec![first];
+    }
     if ggufs.len() > 1 {
         let names: Vec<String> = ggufs
             .iter()

@@ -8,6 +8,7 @@
 pub mod config;
 pub mod gguf;
 pub mod gguf_config;
+mod gguf_split;
 pub mod header;
 mod index;
 pub mod locate;
@@ -187,34 +188,94 @@ impl Checkpoint {
     }
 
     /// Opens the one GGUF file of `sources`.
-    fn open_gguf(model: &str, sources: Sources) -> Result<Checkpoint> {
+    fn open_gguf(model: &str, mut sources: Sources) -> Result<Checkpoint> {
         let path = sources.shards[0].clone();
         let map = map_file(&path)?;
         let g = gguf::read(&path, &map)?;
-        let tensors = g
-            .tensors
-            .iter()
-            .map(|t| {
-                let entry = TensorEntry {
-                    name: t.name.clone(),
-                    dtype: t.dtype,
-                    shape: t.shape.clone(),
-                    shard: 0,
-                    range: t.start..t.end,
-                };
-                (t.name.clone(), entry)
-            })
-            .collect();
-        let config = gguf_config::from_metadata(&path, &g.metadata)?;
+        let Some(split) = gguf_split::of(&path, &g.metadata)? else {
+            let config = gguf_config::from_metadata(&path, &g.metadata)?;
+            let tensors = gguf_entries(&g, 0, &path, &[], BTreeMap::new())?;
+            return Ok(Checkpoint {
+                format: WeightFormat::Gguf,
+                model: model.to_string(),
+                sources,
+                shards: vec![Shard {
+                    path,
+                    map,
+                    tensor_count: g.tensors.len(),
+                }],
+                tensors,
+                config: Some(config),
+                gguf_metadata: Some(g.metadata),
+            });
+        };
+        // One split of several: every split, from the first.
+        let files = gguf_split::files(&path, split)?;
+        if split.no != 0 {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            sources.notes.push(format!(
+                "{name} is split {} of {}; opening the whole model",
+                split.no + 1,
+                split.count
+            ));
+        }
+        let mut shards: Vec<Shard> = Vec::with_capacity(files.len());
+        let mut tensors = BTreeMap::new();
+        let mut first = None;
+        for (i, file) in files.iter().enumerate() {
+            let map = map_file(file)?;
+            let g = gguf::read(file, &map)?;
+            let want = gguf_split::Split {
+                no: i,
+                count: split.count,
+            };
+            let got = gguf_split::of(file, &g.metadata)?;
+            if got != Some(want) {
+                return Err(Error::bad_file(
+                    file,
+                    format!(
+                        "expected split {} of {} ({}), its `split.*` keys say {}",
+                        i + 1,
+                        split.count,
+                        files[0].display(),
+                        got.map_or("it is a whole file".to_string(), |s| format!(
+                            "split {} of {}",
+                            s.no + 1,
+                            s.count
+                        ))
+                    ),
+                ));
+            }
+            tensors = gguf_entries(&g, i, file, &shards, tensors)?;
+            shards.push(Shard {
+                path: file.clone(),
+                map,
+                tensor_count: g.tensors.len(),
+            });
+            first.get_or_insert(g);
+        }
+        let g = first.expect("at least two splits");
+        let declared = g
+            .metadata
+            .get("split.tensors.count")
+            .and_then(gguf_config::unsigned);
+        if let Some(n) = declared.filter(|&n| n != tensors.len() as u64) {
+            return Err(Error::bad_file(
+                &files[0],
+                format!(
+                    "`split.tensors.count` is {n}, but the {} splits hold {} tensors",
+                    split.count,
+                    tensors.len()
+                ),
+            ));
+        }
+        let config = gguf_config::from_metadata(&files[0], &g.metadata)?;
+        sources.shards = files;
         Ok(Checkpoint {
             format: WeightFormat::Gguf,
             model: model.to_string(),
             sources,
-            shards: vec![Shard {
-                path,
-                map,
-                tensor_count: g.tensors.len(),
-            }],
+            shards,
             tensors,
             config: Some(config),
             gguf_metadata: Some(g.metadata),
@@ -292,6 +353,38 @@ impl Checkpoint {
 }
 
 /// Maps a file read-only (its header is validated by [`header::parse`]).
+/// `tensors` with those of the GGUF file `g` (shard `shard`, at `path`)
+/// added; a name already added (from one of `shards`) is an error.
+fn gguf_entries(
+    g: &gguf::Gguf,
+    shard: usize,
+    path: &Path,
+    shards: &[Shard],
+    mut tensors: BTreeMap<String, TensorEntry>,
+) -> Result<BTreeMap<String, TensorEntry>> {
+    for t in &g.tensors {
+        if let Some(prev) = tensors.get(&t.name) {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "tensor `{}` is also in `{}`; a tensor must be stored once",
+                    t.name,
+                    shards[prev.shard].path.display()
+                ),
+            ));
+        }
+        let entry = TensorEntry {
+            name: t.name.clone(),
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            shard,
+            range: t.start..t.end,
+        };
+        tensors.insert(t.name.clone(), entry);
+    }
+    Ok(tensors)
+}
+
 fn map_file(path: &Path) -> Result<Mmap> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the map is read-only and private to this process. If another
