@@ -94,7 +94,7 @@ fn and_list(names: &[&str]) -> String {
 pub enum WeightFormat {
     /// safetensors files (one, or shards under an index).
     Safetensors,
-    /// One GGUF file (llama.cpp).
+    /// A GGUF file (llama.cpp), or the splits of one model.
     Gguf,
 }
 
