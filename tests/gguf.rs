@@ -655,3 +655,54 @@ fn a_split_model_with_a_split_missing_or_misnamed_is_an_error() {
         "split 1 of 2 of a model, but not named as `gguf-split` names splits (`NAME-00001-of-00002.gguf`)",
     );
 }
+
+#[test]
+fn a_gguf_repository_in_the_hub_cache_opens_one_quantization_by_name() {
+    // A snapshot as `hf download` leaves a GGUF repository: one file per
+    // quantization, a split one in a folder of its own.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("models--acme--tiny-GGUF");
+    let snap = repo.join("snapshots/c0ffee");
+    std::fs::create_dir_all(snap.join("F32")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "c0ffee").unwrap();
+    let put = |from: &str, to: &str| std::fs::copy(fixture(from), snap.join(to)).unwrap();
+    put("gguf/llama-q8_0-tied.gguf", "tiny-Q8_0.gguf");
+    put("gguf/gpt2-q4_k-untied.gguf", "tiny-Q4_K_M.gguf");
+    put(
+        "gguf/split/llama-00001-of-00002.gguf",
+        "F32/tiny-F32-00001-of-00002.gguf",
+    );
+    put(
+        "gguf/split/llama-00002-of-00002.gguf",
+        "F32/tiny-F32-00002-of-00002.gguf",
+    );
+    let run = |model: &str| {
+        embscope()
+            .env("HF_HUB_CACHE", tmp.path())
+            .args(["--json", "info", model])
+            .output()
+            .unwrap()
+    };
+    for (model, dtype, head) in [
+        ("acme/tiny-GGUF:Q8_0", "Q8_0", serde_json::Value::Null),
+        ("acme/tiny-GGUF:q4_k_m", "Q4_K", "Q4_K".into()),
+        ("acme/tiny-GGUF:F32", "F32", "F16".into()),
+    ] {
+        let out = run(model);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{model}: {err}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["embedding"]["dtype"], dtype, "{model}");
+        assert_eq!(v["head"]["dtype"], head, "{model}");
+        assert_eq!(v["hub"]["commit"], "c0ffee", "{model}");
+    }
+    // `Q4_K` is a piece of no name (`Q4_K_M` is another quantization).
+    let out = run("acme/tiny-GGUF:Q4_K");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "embscope: `acme/tiny-GGUF:Q4_K`: none of the snapshot's .gguf files are named with `Q4_K` \
+         (F32/tiny-F32-00001-of-00002.gguf, F32/tiny-F32-00002-of-00002.gguf, tiny-Q4_K_M.gguf, tiny-Q8_0.gguf)"
+    );
+}

@@ -54,7 +54,16 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
     }
     let hub = looks_like_hub_id(model);
     if hub && hub_repo(model).is_some_and(|r| r.is_dir()) {
-        return from_hub(model, revision);
+        return from_hub(model, revision, None);
+    }
+    // `org/repo:Q4_K_M`, as llama.cpp's `-hf` takes it: one quantization
+    // of a GGUF repository in the cache.
+    if let Some((id, quant)) = model.rsplit_once(':')
+        && looks_like_hub_id(id)
+        && plain_part(quant)
+        && hub_repo(id).is_some_and(|r| r.is_dir())
+    {
+        return from_hub(id, revision, Some(quant));
     }
     let ollama = super::ollama::Name::parse(model);
     if let Some(found) = ollama.as_ref().and_then(|n| super::ollama::find(model, n)) {
@@ -73,7 +82,7 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
             ),
             super::ollama::expected(&name)
         ))),
-        (true, None) => from_hub(model, revision),
+        (true, None) => from_hub(model, revision, None),
         (false, Some(name)) => Err(Error::BadInput(format!(
             "`{model}` is not a path, and not in Ollama's store (no {}); embscope never downloads: fetch it with `ollama pull {model}` first",
             super::ollama::expected(&name)
@@ -263,6 +272,58 @@ fn first_bytes(path: &Path, n: usize) -> Vec<u8> {
     out
 }
 
+/// The GGUF file of the snapshot `dir` (of `id`) that is quantization
+/// `quant`: the one whose path, cut at `/`, `-` and `.`, has `quant` (any
+/// case) as a piece (`Q4_K_M` in `repo-Q4_K_M.gguf` or
+/// `Q4_K_M/repo-Q4_K_M-00001-of-00002.gguf`, not in `repo-Q4_K_S.gguf`),
+/// or the first of a split set; an error listing the files otherwise.
+fn gguf_named(dir: &Path, id: &str, quant: &str) -> Result<PathBuf> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let p = entry.map_err(|e| Error::io(dir, e))?.path();
+        if p.is_dir() {
+            let inner = std::fs::read_dir(&p).map_err(|e| Error::io(&p, e))?;
+            all.extend(inner.filter_map(|e| e.ok().map(|e| e.path())));
+        } else {
+            all.push(p);
+        }
+    }
+    let relative = |p: &Path| p.strip_prefix(dir).unwrap_or(p).display().to_string();
+    let mut ggufs: Vec<PathBuf> = all
+        .into_iter()
+        .filter(|p| has_gguf_extension(p) && p.is_file())
+        .collect();
+    ggufs.sort();
+    let named: Vec<PathBuf> = ggufs
+        .iter()
+        .filter(|p| {
+            relative(p)
+                .split(['/', '-', '.'])
+                .any(|piece| piece.eq_ignore_ascii_case(quant))
+        })
+        .cloned()
+        .collect();
+    match &named[..] {
+        [one] => return Ok(one.clone()),
+        [] => {}
+        _ => {
+            if let Some(first) = super::gguf_split::first_of_set(&named) {
+                return Ok(first);
+            }
+        }
+    }
+    let list: Vec<String> = ggufs.iter().map(|p| relative(p)).collect();
+    Err(Error::BadInput(format!(
+        "`{id}:{quant}`: {} of the snapshot's .gguf files are named with `{quant}` ({})",
+        if named.is_empty() { "none" } else { "several" },
+        if list.is_empty() {
+            "it has none".to_string()
+        } else {
+            list.join(", ")
+        }
+    )))
+}
+
 /// The sources of a directory whose weights are the GGUF files `ggufs`:
 /// exactly one, or the splits of one model, else an error listing them.
 fn one_gguf(dir: &Path, mut ggufs: Vec<PathBuf>) -> Result<Sources> {
@@ -340,7 +401,9 @@ fn hub_repo(id: &str) -> Option<PathBuf> {
     hub_cache_dir().map(|c| c.join(format!("models--{}", id.replace('/', "--"))))
 }
 
-fn from_hub(id: &str, revision: &str) -> Result<Sources> {
+/// The snapshot of `id` at `revision` in the cache: the whole checkpoint,
+/// or with `quant` the GGUF file (or split set) named with it.
+fn from_hub(id: &str, revision: &str, quant: Option<&str>) -> Result<Sources> {
     let repo = hub_repo(id).ok_or_else(|| {
         Error::BadInput(format!(
             "`{id}` is not a path, and no Hugging Face cache is known (set HF_HUB_CACHE or HF_HOME)"
@@ -374,7 +437,10 @@ fn from_hub(id: &str, revision: &str) -> Result<Sources> {
             snapshot.display()
         )));
     }
-    let mut sources = from_dir(&snapshot)?;
+    let mut sources = match quant {
+        None => from_dir(&snapshot)?,
+        Some(quant) => from_file(&gguf_named(&snapshot, id, quant)?)?,
+    };
     sources.hub = Some(HubSnapshot {
         id: id.to_string(),
         revision: revision.to_string(),
