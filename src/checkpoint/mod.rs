@@ -145,26 +145,7 @@ impl Checkpoint {
             let map = map_file(path)?;
             let h = header::parse(path, &map)?;
             for t in &h.tensors {
-                if let Some(prev) = tensors.get(&t.name) {
-                    return Err(Error::bad_file(
-                        path,
-                        format!(
-                            "tensor `{}` is also in `{}`; a tensor must be stored once",
-                            t.name,
-                            shards[prev.shard].path.display()
-                        ),
-                    ));
-                }
-                tensors.insert(
-                    t.name.clone(),
-                    TensorEntry {
-                        name: t.name.clone(),
-                        dtype: t.dtype,
-                        shape: t.shape.clone(),
-                        shard: i,
-                        range: t.start..t.end,
-                    },
-                );
+                insert_once(&mut tensors, &shards, path, t, i)?;
             }
             shards.push(Shard {
                 path: path.clone(),
@@ -354,7 +335,7 @@ impl Checkpoint {
 
 /// Maps a file read-only (its header is validated by [`header::parse`]).
 /// `tensors` with those of the GGUF file `g` (shard `shard`, at `path`)
-/// added; a name already added (from one of `shards`) is an error.
+/// added (see [`insert_once`]).
 fn gguf_entries(
     g: &gguf::Gguf,
     shard: usize,
@@ -363,26 +344,39 @@ fn gguf_entries(
     mut tensors: BTreeMap<String, TensorEntry>,
 ) -> Result<BTreeMap<String, TensorEntry>> {
     for t in &g.tensors {
-        if let Some(prev) = tensors.get(&t.name) {
-            return Err(Error::bad_file(
-                path,
-                format!(
-                    "tensor `{}` is also in `{}`; a tensor must be stored once",
-                    t.name,
-                    shards[prev.shard].path.display()
-                ),
-            ));
-        }
-        let entry = TensorEntry {
-            name: t.name.clone(),
-            dtype: t.dtype,
-            shape: t.shape.clone(),
-            shard,
-            range: t.start..t.end,
-        };
-        tensors.insert(t.name.clone(), entry);
+        insert_once(&mut tensors, shards, path, t, shard)?;
     }
     Ok(tensors)
+}
+
+/// Adds the tensor `t` of shard `shard` (the file at `path`) to `tensors`;
+/// a name already added, from one of `shards`, is an error.
+fn insert_once(
+    tensors: &mut BTreeMap<String, TensorEntry>,
+    shards: &[Shard],
+    path: &Path,
+    t: &header::RawTensor,
+    shard: usize,
+) -> Result<()> {
+    if let Some(prev) = tensors.get(&t.name) {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "tensor `{}` is also in `{}`; a tensor must be stored once",
+                t.name,
+                shards[prev.shard].path.display()
+            ),
+        ));
+    }
+    let entry = TensorEntry {
+        name: t.name.clone(),
+        dtype: t.dtype,
+        shape: t.shape.clone(),
+        shard,
+        range: t.start..t.end,
+    };
+    tensors.insert(t.name.clone(), entry);
+    Ok(())
 }
 
 fn map_file(path: &Path) -> Result<Mmap> {
