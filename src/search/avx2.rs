@@ -1,6 +1,6 @@
 //! The AVX2 + FMA block arithmetic on the stored bytes of BF16, F16 and
-//! F32 matrices (the `avx2` kernel on CPUs without AVX-512): no converted
-//! copy of the block is written.
+//! F32 matrices, and of GGUF `Q8_0` ones (the `avx2` kernel on CPUs without
+//! AVX-512): no converted copy of the block is written.
 //!
 //! A step is 16 columns. For BF16 one 32-byte load holds them, and its
 //! eight 32-bit lanes are decoded in registers: shifted left by 16 they
@@ -9,14 +9,16 @@
 //! are exact). The queries are stored in that order: per step, the even
 //! values, then the odd ones. For F16 a step is two 16-byte loads widened
 //! exactly by F16C (`VCVTPH2PS`), for F32 two loads, and the queries stay
-//! in column order. Tiles of `R` rows × `Q` queries keep their sums in
+//! in column order; for `Q8_0` the step is half a block, its 16 bytes widened
+//! and multiplied by the block's scale as `matrix::quant` decodes them, the
+//! queries in column order. Tiles of `R` rows × `Q` queries keep their sums in
 //! registers, each row decoded once for all the tile's queries; the
 //! columns past the last whole step are added one by one at the end.
 
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::x86::{BF16, Block, F16, F32, prefetch_first_read};
+use super::x86::{BF16, Block, F16, F32, Q8_0, prefetch_first_read};
 use crate::dtype::Dtype;
 
 /// Columns per step.
@@ -42,7 +44,12 @@ impl Layout {
     /// converted to f32 first), on a CPU without F16C, and for zero
     /// columns.
     pub(super) fn new(queries: &[f32], cols: usize, dtype: Dtype) -> Option<Self> {
-        let kind = super::x86::kind(dtype).filter(|_| cols > 0 && reads(dtype))?;
+        // `Q8_0` is read in place too when this kernel runs, but does not
+        // make it a contender beside AVX-512 (see `Kernel::reads_in_place`).
+        let kind = super::x86::kind(dtype)
+            .filter(|_| reads(dtype))
+            .or_else(|| super::x86::quant_kind(dtype))
+            .filter(|_| cols > 0 && is_x86_feature_detected!("f16c"))?;
         let mut values = queries.to_vec();
         if dtype == Dtype::BF16 {
             for (query, out) in queries
@@ -138,6 +145,7 @@ fn walk<const R: usize, const Q: usize, const NORMS: bool>(
         match kind {
             BF16 => tile::<R, Q, NORMS, BF16>(t, r0, q0, norms, dots),
             F16 => tile::<R, Q, NORMS, F16>(t, r0, q0, norms, dots),
+            Q8_0 => tile::<R, Q, NORMS, Q8_0>(t, r0, q0, norms, dots),
             _ => tile::<R, Q, NORMS, F32>(t, r0, q0, norms, dots),
         }
         r0 += R;
@@ -146,15 +154,18 @@ fn walk<const R: usize, const Q: usize, const NORMS: bool>(
         match kind {
             BF16 => tile::<1, Q, NORMS, BF16>(t, r, q0, norms, dots),
             F16 => tile::<1, Q, NORMS, F16>(t, r, q0, norms, dots),
+            Q8_0 => tile::<1, Q, NORMS, Q8_0>(t, r, q0, norms, dots),
             _ => tile::<1, Q, NORMS, F32>(t, r, q0, norms, dots),
         }
     }
 }
 
-/// Value `j` of a row's bytes, stored as `KIND`.
+/// Value `j` of a row's bytes, stored as `KIND` (for the columns past the
+/// last whole step, which a `Q8_0` row, whole blocks of 32, never has).
 #[inline(always)]
 fn value<const KIND: u8>(row: &[u8], j: usize) -> f32 {
     match KIND {
+        Q8_0 => unreachable!("Q8_0 rows are whole steps"),
         BF16 => f32::from_bits(u32::from(u16::from_le_bytes([row[2 * j], row[2 * j + 1]])) << 16),
         F16 => half::f16::from_le_bytes([row[2 * j], row[2 * j + 1]]).to_f32(),
         _ => f32::from_le_bytes(row[4 * j..4 * j + 4].try_into().expect("4 bytes")),
@@ -202,6 +213,16 @@ fn tile<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
                         _mm256_castsi256_ps(_mm256_slli_epi32::<16>(raw)),
                         _mm256_castsi256_ps(_mm256_and_si256(raw, high)),
                     )
+                }
+                Q8_0 => {
+                    // The block's scale, then its 16 bytes from column c.
+                    let b = rows[r].as_ptr().add(c / 32 * 34);
+                    let d = i16::from_le_bytes([*b, *b.add(1)]);
+                    let d = _mm256_cvtph_ps(_mm_set1_epi16(d));
+                    let q = _mm_loadu_si128(b.add(2 + c % 32).cast());
+                    let lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+                    let hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)));
+                    (_mm256_mul_ps(lo, d), _mm256_mul_ps(hi, d))
                 }
                 F16 => {
                     let p = rows[r].as_ptr().add(2 * c).cast::<__m128i>();

@@ -194,9 +194,12 @@ pub(super) struct Queries {
     /// The queries quantized for the VNNI kernel.
     #[cfg(target_arch = "x86_64")]
     vnni: Option<super::vnni::Prepared>,
-    /// The queries laid out for the AVX2 kernel on rows it reads in place.
+    /// The queries laid out for the AVX2 kernel: on the rows it reads in
+    /// place, or (`avx2_converted`) on blocks converted to f32 first.
     #[cfg(target_arch = "x86_64")]
     avx2: Option<super::avx2::Layout>,
+    #[cfg(target_arch = "x86_64")]
+    avx2_converted: bool,
     /// The number of queries.
     nq: usize,
 }
@@ -234,9 +237,15 @@ impl Queries {
                 (bf16_bytes && vnni.is_none()).then(|| super::bf16::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES)
                 .then(|| super::x86::Transposed::new(&flat, cols));
-            let avx2 = (kernel == Kernel::Avx2)
-                .then(|| super::avx2::Layout::new(&flat, cols, dtype))
-                .flatten();
+            // Rows the AVX2 tiles do not read in place (the K-quants ...)
+            // are converted to f32 blocks, which they read as F32 rows.
+            let in_place = super::avx2::Layout::new(&flat, cols, dtype);
+            let avx2_converted = kernel == Kernel::Avx2 && in_place.is_none();
+            let avx2 = match kernel {
+                Kernel::Avx2 if avx2_converted => super::avx2::Layout::new(&flat, cols, Dtype::F32),
+                Kernel::Avx2 => in_place,
+                _ => None,
+            };
             Queries {
                 kernel,
                 #[cfg(target_os = "linux")]
@@ -249,6 +258,7 @@ impl Queries {
                 panels,
                 vnni,
                 avx2,
+                avx2_converted,
                 nq,
             }
         }
@@ -310,7 +320,7 @@ impl Queries {
             return v.approximate(m, rows, &mut scratch.vnni, norms, dots);
         }
         #[cfg(target_arch = "x86_64")]
-        if let Some(layout) = &self.avx2 {
+        if let Some(layout) = self.avx2.as_ref().filter(|_| !self.avx2_converted) {
             return super::avx2::block(m.block_bytes(rows), layout, norms, dots);
         }
         #[cfg(target_arch = "x86_64")]
@@ -353,7 +363,12 @@ impl Queries {
         match self.kernel {
             Kernel::Portable => block_f32(scratch, cols, &self.f32, norms, dots),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => super::x86::block_f32_avx2(scratch, cols, &self.f32, norms, dots),
+            Kernel::Avx2 => match &self.avx2 {
+                Some(layout) => {
+                    super::avx2::block(super::x86::f32_bytes(scratch), layout, norms, dots)
+                }
+                None => super::x86::block_f32_avx2(scratch, cols, &self.f32, norms, dots),
+            },
             #[cfg(target_arch = "x86_64")]
             _ => match &self.panels {
                 Some(p) => super::x86::block_f32_panels(scratch, cols, p, self.nq, norms, dots),

@@ -574,6 +574,16 @@ fn gguf_blocks_decoded_in_registers_sum_as_the_decoded_block_bit_for_bit() {
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&n1), bits(&n2), "{dtype} norms");
             assert_eq!(bits(&d1), bits(&d2), "{dtype} {nq} queries");
+            // The AVX2 tiles likewise, against their own on the f32 rows.
+            if super::x86::has_avx2() {
+                let f32_bytes: Vec<u8> = decoded.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let q8 = super::avx2::Layout::new(&queries, cols, dtype).expect("Q8_0 in place");
+                let f32s = super::avx2::Layout::new(&queries, cols, Dtype::F32).expect("F32");
+                super::avx2::block(&bytes, &q8, Some(&mut n1), &mut d1);
+                super::avx2::block(&f32_bytes, &f32s, Some(&mut n2), &mut d2);
+                assert_eq!(bits(&n1), bits(&n2), "{dtype} AVX2 norms");
+                assert_eq!(bits(&d1), bits(&d2), "{dtype} AVX2 {nq} queries");
+            }
         }
     }
 }

@@ -128,9 +128,14 @@ pub(super) fn block_f32_avx512(
     norms: Option<&mut [f32]>,
     dots: &mut [f32],
 ) {
+    block_avx512(f32_bytes(block), F32, cols, queries, norms, dots);
+}
+
+/// The bytes of `values` (little-endian f32 on x86-64), for the tiles that
+/// read F32 rows.
+pub(super) fn f32_bytes(values: &[f32]) -> &[u8] {
     // SAFETY: any f32 slice is also a slice of its bytes.
-    let bytes = unsafe { std::slice::from_raw_parts(block.as_ptr().cast::<u8>(), 4 * block.len()) };
-    block_avx512(bytes, F32, cols, queries, norms, dots);
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), 4 * values.len()) }
 }
 
 /// [`block_f32_avx512`] on the stored bytes of a block of rows stored as
