@@ -168,66 +168,47 @@ impl Checkpoint {
         })
     }
 
-    /// Opens the one GGUF file of `sources`.
+    /// Opens the GGUF file of `sources`: the whole model when it is one
+    /// split of several (see `gguf_split`).
     fn open_gguf(model: &str, mut sources: Sources) -> Result<Checkpoint> {
         let path = sources.shards[0].clone();
         let map = map_file(&path)?;
         let g = gguf::read(&path, &map)?;
-        let Some(split) = gguf_split::of(&path, &g.metadata)? else {
-            let config = gguf_config::from_metadata(&path, &g.metadata)?;
-            let tensors = gguf_entries(&g, 0, &path, &[], BTreeMap::new())?;
-            return Ok(Checkpoint {
-                format: WeightFormat::Gguf,
-                model: model.to_string(),
-                sources,
-                shards: vec![Shard {
-                    path,
-                    map,
-                    tensor_count: g.tensors.len(),
-                }],
-                tensors,
-                config: Some(config),
-                gguf_metadata: Some(g.metadata),
-            });
+        let split = gguf_split::of(&path, &g.metadata)?;
+        let files = match split {
+            None => vec![path.clone()],
+            Some(split) => {
+                if split.no != 0 {
+                    let name = path.file_name().unwrap_or_default().to_string_lossy();
+                    sources.notes.push(format!(
+                        "{name} is split {} of {}; opening the whole model",
+                        split.no + 1,
+                        split.count
+                    ));
+                }
+                gguf_split::files(&path, split)?
+            }
         };
-        // One split of several: every split, from the first.
-        let files = gguf_split::files(&path, split)?;
-        if split.no != 0 {
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            sources.notes.push(format!(
-                "{name} is split {} of {}; opening the whole model",
-                split.no + 1,
-                split.count
-            ));
-        }
+        // The file given is read once; the other splits in their turn.
+        let mut given = Some((map, g));
         let mut shards: Vec<Shard> = Vec::with_capacity(files.len());
         let mut tensors = BTreeMap::new();
         let mut first = None;
         for (i, file) in files.iter().enumerate() {
-            let map = map_file(file)?;
-            let g = gguf::read(file, &map)?;
-            let want = gguf_split::Split {
-                no: i,
-                count: split.count,
+            let (map, g) = match given.take_if(|_| *file == path) {
+                Some(read) => read,
+                None => {
+                    let map = map_file(file)?;
+                    let g = gguf::read(file, &map)?;
+                    (map, g)
+                }
             };
-            let got = gguf_split::of(file, &g.metadata)?;
-            if got != Some(want) {
-                return Err(Error::bad_file(
-                    file,
-                    format!(
-                        "expected split {} of {} ({}), its `split.*` keys say {}",
-                        i + 1,
-                        split.count,
-                        files[0].display(),
-                        got.map_or("it is a whole file".to_string(), |s| format!(
-                            "split {} of {}",
-                            s.no + 1,
-                            s.count
-                        ))
-                    ),
-                ));
+            if let Some(split) = split {
+                gguf_split::check(file, &files[0], &g.metadata, i, split.count)?;
             }
-            tensors = gguf_entries(&g, i, file, &shards, tensors)?;
+            for t in &g.tensors {
+                insert_once(&mut tensors, &shards, file, t, i)?;
+            }
             shards.push(Shard {
                 path: file.clone(),
                 map,
@@ -235,20 +216,9 @@ impl Checkpoint {
             });
             first.get_or_insert(g);
         }
-        let g = first.expect("at least two splits");
-        let declared = g
-            .metadata
-            .get("split.tensors.count")
-            .and_then(gguf_config::unsigned);
-        if let Some(n) = declared.filter(|&n| n != tensors.len() as u64) {
-            return Err(Error::bad_file(
-                &files[0],
-                format!(
-                    "`split.tensors.count` is {n}, but the {} splits hold {} tensors",
-                    split.count,
-                    tensors.len()
-                ),
-            ));
+        let g = first.expect("at least one file");
+        if split.is_some() {
+            gguf_split::check_count(&files[0], &g.metadata, tensors.len())?;
         }
         let config = gguf_config::from_metadata(&files[0], &g.metadata)?;
         sources.shards = files;
@@ -333,22 +303,6 @@ impl Checkpoint {
     }
 }
 
-/// Maps a file read-only (its header is validated by [`header::parse`]).
-/// `tensors` with those of the GGUF file `g` (shard `shard`, at `path`)
-/// added (see [`insert_once`]).
-fn gguf_entries(
-    g: &gguf::Gguf,
-    shard: usize,
-    path: &Path,
-    shards: &[Shard],
-    mut tensors: BTreeMap<String, TensorEntry>,
-) -> Result<BTreeMap<String, TensorEntry>> {
-    for t in &g.tensors {
-        insert_once(&mut tensors, shards, path, t, shard)?;
-    }
-    Ok(tensors)
-}
-
 /// Adds the tensor `t` of shard `shard` (the file at `path`) to `tensors`;
 /// a name already added, from one of `shards`, is an error.
 fn insert_once(
@@ -379,6 +333,8 @@ fn insert_once(
     Ok(())
 }
 
+/// Maps a file read-only (its header is validated by [`header::parse`] or
+/// [`gguf::read`]).
 fn map_file(path: &Path) -> Result<Mmap> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the map is read-only and private to this process. If another
