@@ -52,45 +52,46 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
     if path.is_file() {
         return from_file(path);
     }
+    // A Hub id in the cache, or `org/repo:Q4_K_M` as llama.cpp's `-hf`
+    // takes it: one quantization of a GGUF repository in the cache.
+    let cached = |id: &str| hub_repo(id).filter(|r| r.is_dir());
     let hub = looks_like_hub_id(model);
-    if hub && hub_repo(model).is_some_and(|r| r.is_dir()) {
-        return from_hub(model, revision, None);
+    if let Some(repo) = cached(model).filter(|_| hub) {
+        return from_hub(model, &repo, revision, None);
     }
-    // `org/repo:Q4_K_M`, as llama.cpp's `-hf` takes it: one quantization
-    // of a GGUF repository in the cache.
     if let Some((id, quant)) = model.rsplit_once(':')
         && looks_like_hub_id(id)
         && plain_part(quant)
-        && hub_repo(id).is_some_and(|r| r.is_dir())
+        && let Some(repo) = cached(id)
     {
-        return from_hub(id, revision, Some(quant));
+        return from_hub(id, &repo, revision, Some(quant));
     }
-    let ollama = super::ollama::Name::parse(model);
-    if let Some(found) = ollama.as_ref().and_then(|n| super::ollama::find(model, n)) {
+    // Every Hub id is also an Ollama name (its tag `latest`).
+    let Some(name) = super::ollama::Name::parse(model) else {
+        return Err(Error::BadInput(format!(
+            "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json, a .gguf file, a Hub id such as `org/name` or an Ollama name such as `llama3.2:1b`)"
+        )));
+    };
+    if let Some(found) = super::ollama::find(model, &name) {
         let (blob, note) = found?;
         let mut sources = from_file(&blob)?;
         sources.notes.push(note);
         return Ok(sources);
     }
-    match (hub, ollama) {
-        // Neither store has it.
-        (true, Some(name)) => Err(Error::BadInput(format!(
-            "`{model}` is not a path, not in the Hugging Face cache ({}) and not in Ollama's store (no {}); embscope never downloads: fetch it with `hf download {model}` or `ollama pull {model}` first",
+    let ollama = super::ollama::expected(&name);
+    Err(Error::BadInput(if hub {
+        format!(
+            "`{model}` is not a path, not in the Hugging Face cache ({}) and not in Ollama's store (no {ollama}); embscope never downloads: fetch it with `hf download {model}` or `ollama pull {model}` first",
             hub_repo(model).map_or_else(
                 || "none is known: set HF_HUB_CACHE or HF_HOME".to_string(),
                 |r| format!("looked for `{}`", r.display())
             ),
-            super::ollama::expected(&name)
-        ))),
-        (true, None) => from_hub(model, revision, None),
-        (false, Some(name)) => Err(Error::BadInput(format!(
-            "`{model}` is not a path, and not in Ollama's store (no {}); embscope never downloads: fetch it with `ollama pull {model}` first",
-            super::ollama::expected(&name)
-        ))),
-        (false, None) => Err(Error::BadInput(format!(
-            "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json, a .gguf file, a Hub id such as `org/name` or an Ollama name such as `llama3.2:1b`)"
-        ))),
-    }
+        )
+    } else {
+        format!(
+            "`{model}` is not a path, and not in Ollama's store (no {ollama}); embscope never downloads: fetch it with `ollama pull {model}` first"
+        )
+    }))
 }
 
 fn from_dir(dir: &Path) -> Result<Sources> {
@@ -257,8 +258,7 @@ fn known_name(path: &Path) -> bool {
 /// safetensors file does: an 8-byte header length, then `{` (a blob of
 /// the Hugging Face cache named by its hash, say).
 fn sniffs_as_safetensors(path: &Path) -> bool {
-    let head = first_bytes(path, 9);
-    !known_name(path) && head.len() == 9 && head[8] == b'{'
+    !known_name(path) && first_bytes(path, 9).get(8) == Some(&b'{')
 }
 
 /// Up to the first `n` bytes of the file at `path` (fewer for a shorter or
@@ -401,20 +401,9 @@ fn hub_repo(id: &str) -> Option<PathBuf> {
     hub_cache_dir().map(|c| c.join(format!("models--{}", id.replace('/', "--"))))
 }
 
-/// The snapshot of `id` at `revision` in the cache: the whole checkpoint,
-/// or with `quant` the GGUF file (or split set) named with it.
-fn from_hub(id: &str, revision: &str, quant: Option<&str>) -> Result<Sources> {
-    let repo = hub_repo(id).ok_or_else(|| {
-        Error::BadInput(format!(
-            "`{id}` is not a path, and no Hugging Face cache is known (set HF_HUB_CACHE or HF_HOME)"
-        ))
-    })?;
-    if !repo.is_dir() {
-        return Err(Error::BadInput(format!(
-            "`{id}` is not a path, and not in the Hugging Face cache (looked for `{}`); embscope never downloads: fetch it with `hf download {id}` first",
-            repo.display()
-        )));
-    }
+/// The snapshot of `id` (cached in `repo`) at `revision`: the whole
+/// checkpoint, or with `quant` the GGUF file (or split set) named with it.
+fn from_hub(id: &str, repo: &Path, revision: &str, quant: Option<&str>) -> Result<Sources> {
     let ref_file = repo.join("refs").join(revision);
     let commit = if ref_file.is_file() {
         std::fs::read_to_string(&ref_file)
