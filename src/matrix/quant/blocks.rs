@@ -36,9 +36,25 @@ pub(super) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) -> bool {
     dequantize_with(RowBuild::detect(), dtype, bytes, out)
 }
 
+/// The types decoded here.
+const DECODED: [Dtype; 12] = [
+    Dtype::Q8_0,
+    Dtype::Q4_0,
+    Dtype::Q4_1,
+    Dtype::Q5_0,
+    Dtype::Q5_1,
+    Dtype::Q2_K,
+    Dtype::Q3_K,
+    Dtype::Q4_K,
+    Dtype::Q5_K,
+    Dtype::Q6_K,
+    Dtype::IQ4_NL,
+    Dtype::IQ4_XS,
+];
+
 /// True for the types decoded here.
 pub(super) fn decodes(dtype: Dtype) -> bool {
-    Kind::of(dtype).is_some()
+    DECODED.contains(&dtype)
 }
 
 /// [`dequantize`] with the build `build`.
@@ -48,13 +64,13 @@ pub(super) fn dequantize_with(
     bytes: &[u8],
     out: &mut [f32],
 ) -> bool {
-    let Some(kind) = Kind::of(dtype) else {
+    if !decodes(dtype) {
         return false;
-    };
-    let (block_bytes, block_values) = kind.sizes();
-    let n = bytes.len() / block_bytes;
+    }
+    let (block_values, block_bytes) = dtype.block();
+    let n = bytes.len() / block_bytes as usize;
     assert!(
-        bytes.len() == n * block_bytes && out.len() == n * block_values,
+        bytes.len() == n * block_bytes as usize && out.len() == n * block_values as usize,
         "{} bytes of {block_bytes}-byte blocks into {} values",
         bytes.len(),
         out.len()
@@ -62,104 +78,51 @@ pub(super) fn dequantize_with(
     match build.isa() {
         // SAFETY: a `RowBuild` runs only on a CPU with its instructions.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { decode_avx512(kind, bytes, out) },
+        Isa::Avx512 => unsafe { decode_avx512(dtype, bytes, out) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { decode_avx2(kind, bytes, out) },
-        _ => decode(kind, bytes, out),
+        Isa::Avx2 => unsafe { decode_avx2(dtype, bytes, out) },
+        _ => decode(dtype, bytes, out),
     }
     true
 }
 
-/// The block types decoded here.
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Q8_0,
-    Q4_0,
-    Q4_1,
-    Q5_0,
-    Q5_1,
-    Q2K,
-    Q3K,
-    Q4K,
-    Q5K,
-    Q6K,
-    IQ4NL,
-    IQ4XS,
-}
-
-impl Kind {
-    fn of(dtype: Dtype) -> Option<Kind> {
-        Some(match dtype {
-            Dtype::Q8_0 => Kind::Q8_0,
-            Dtype::Q4_0 => Kind::Q4_0,
-            Dtype::Q4_1 => Kind::Q4_1,
-            Dtype::Q5_0 => Kind::Q5_0,
-            Dtype::Q5_1 => Kind::Q5_1,
-            Dtype::Q2_K => Kind::Q2K,
-            Dtype::Q3_K => Kind::Q3K,
-            Dtype::Q4_K => Kind::Q4K,
-            Dtype::Q5_K => Kind::Q5K,
-            Dtype::Q6_K => Kind::Q6K,
-            Dtype::IQ4_NL => Kind::IQ4NL,
-            Dtype::IQ4_XS => Kind::IQ4XS,
-            _ => return None,
-        })
-    }
-
-    /// Bytes and values per block.
-    fn sizes(self) -> (usize, usize) {
-        match self {
-            Kind::Q8_0 => (34, 32),
-            Kind::Q4_0 => (18, 32),
-            Kind::Q4_1 => (20, 32),
-            Kind::Q5_0 => (22, 32),
-            Kind::Q5_1 => (24, 32),
-            Kind::Q2K => (84, QK_K),
-            Kind::Q3K => (110, QK_K),
-            Kind::Q4K => (144, QK_K),
-            Kind::Q5K => (176, QK_K),
-            Kind::Q6K => (210, QK_K),
-            Kind::IQ4NL => (18, 32),
-            Kind::IQ4XS => (136, QK_K),
-        }
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx2,fma,f16c")]
-fn decode_avx512(kind: Kind, bytes: &[u8], out: &mut [f32]) {
-    decode(kind, bytes, out);
+fn decode_avx512(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
+    decode(dtype, bytes, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn decode_avx2(kind: Kind, bytes: &[u8], out: &mut [f32]) {
-    decode(kind, bytes, out);
+fn decode_avx2(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
+    decode(dtype, bytes, out);
 }
 
 /// Every block of `bytes` into `out`, built into the caller's
-/// instructions.
+/// instructions; `dtype` is one of [`DECODED`].
 #[inline(always)]
-fn decode(kind: Kind, bytes: &[u8], out: &mut [f32]) {
-    match kind {
-        Kind::Q8_0 => each_block!(bytes, out, q8_0),
-        Kind::Q4_0 => each_block!(bytes, out, q4_0),
-        Kind::Q4_1 => each_block!(bytes, out, q4_1),
-        Kind::Q5_0 => each_block!(bytes, out, q5_0),
-        Kind::Q5_1 => each_block!(bytes, out, q5_1),
-        Kind::Q2K => each_block!(bytes, out, q2_k),
-        Kind::Q3K => each_block!(bytes, out, q3_k),
-        Kind::Q4K => each_block!(bytes, out, q4_k),
-        Kind::Q5K => each_block!(bytes, out, q5_k),
-        Kind::Q6K => each_block!(bytes, out, q6_k),
-        Kind::IQ4NL => each_block!(bytes, out, iq4_nl),
-        Kind::IQ4XS => each_block!(bytes, out, iq4_xs),
+fn decode(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
+    match dtype {
+        Dtype::Q8_0 => each_block!(bytes, out, q8_0),
+        Dtype::Q4_0 => each_block!(bytes, out, q4_0),
+        Dtype::Q4_1 => each_block!(bytes, out, q4_1),
+        Dtype::Q5_0 => each_block!(bytes, out, q5_0),
+        Dtype::Q5_1 => each_block!(bytes, out, q5_1),
+        Dtype::Q2_K => each_block!(bytes, out, q2_k),
+        Dtype::Q3_K => each_block!(bytes, out, q3_k),
+        Dtype::Q4_K => each_block!(bytes, out, q4_k),
+        Dtype::Q5_K => each_block!(bytes, out, q5_k),
+        Dtype::Q6_K => each_block!(bytes, out, q6_k),
+        Dtype::IQ4_NL => each_block!(bytes, out, iq4_nl),
+        Dtype::IQ4_XS => each_block!(bytes, out, iq4_xs),
+        other => unreachable!("{other} is not decoded here"),
     }
 }
 
 /// Calls `$one(block, values)` on each block of `$bytes` and its values in
-/// `$out`, the sizes taken from `$one`'s arrays. A direct call, so that
+/// `$out`, the sizes taken from `$one`'s arrays (a size that disagreed with
+/// `Dtype::block` would fail the comparison with candle in the tests). A direct call, so that
 /// `$one` is built into the caller's instructions: passed as a function
 /// or closure, it was called through a shim built without them, and ran
 /// scalar.
@@ -503,7 +466,8 @@ mod tests {
             Dtype::Q6_K,
         ];
         for (t, dtype) in types.into_iter().enumerate() {
-            let (block_bytes, block_values) = Kind::of(dtype).expect("decoded here").sizes();
+            let (block_values, block_bytes) = dtype.block();
+            let (block_values, block_bytes) = (block_values as usize, block_bytes as usize);
             // Random bytes: scales of every kind (NaN, infinite, subnormal,
             // zero) among them; one byte more, to read them unaligned too.
             let blocks = 600;
@@ -556,7 +520,8 @@ mod tests {
         }
         // Every build gives the portable build's bits on any bytes.
         for dtype in [Dtype::IQ4_NL, Dtype::IQ4_XS] {
-            let (block_bytes, block_values) = Kind::of(dtype).expect("decoded here").sizes();
+            let (block_values, block_bytes) = dtype.block();
+            let (block_values, block_bytes) = (block_values as usize, block_bytes as usize);
             let raw = noise(500 * block_bytes, 99);
             let portable = RowBuild::all().pop().expect("the portable build");
             let mut want = vec![0f32; 500 * block_values];

@@ -37,7 +37,8 @@ pub(crate) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
     candle(dtype, bytes, out);
 }
 
-/// [`dequantize`] by candle's `GgmlType::to_float`.
+/// [`dequantize`] by candle's `GgmlType::to_float`: for `Q8_1` and `Q8_K`,
+/// and the reference the tests compare the decoders of [`blocks`] with.
 fn candle(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
     match dtype {
         Dtype::Q4_0 => blocks::<BlockQ4_0>(bytes, out),
