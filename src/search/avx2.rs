@@ -18,7 +18,7 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::x86::{BF16, Block, F16, F32, Q8_0, prefetch_first_read};
+use super::x86::{BF16, Block, F16, F32, Q8_0, byte_of, prefetch_first_read};
 use crate::dtype::Dtype;
 
 /// Columns per step.
@@ -216,7 +216,7 @@ fn tile<const R: usize, const Q: usize, const NORMS: bool, const KIND: u8>(
                 }
                 Q8_0 => {
                     // The block's scale, then its 16 bytes from column c.
-                    let b = rows[r].as_ptr().add(c / 32 * 34);
+                    let b = rows[r].as_ptr().add(byte_of(Q8_0, c));
                     let d = i16::from_le_bytes([*b, *b.add(1)]);
                     let d = _mm256_cvtph_ps(_mm_set1_epi16(d));
                     let q = _mm_loadu_si128(b.add(2 + c % 32).cast());

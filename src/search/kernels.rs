@@ -194,14 +194,21 @@ pub(super) struct Queries {
     /// The queries quantized for the VNNI kernel.
     #[cfg(target_arch = "x86_64")]
     vnni: Option<super::vnni::Prepared>,
-    /// The queries laid out for the AVX2 kernel: on the rows it reads in
-    /// place, or (`avx2_converted`) on blocks converted to f32 first.
+    /// The queries laid out for the AVX2 kernel.
     #[cfg(target_arch = "x86_64")]
-    avx2: Option<super::avx2::Layout>,
-    #[cfg(target_arch = "x86_64")]
-    avx2_converted: bool,
+    avx2: Option<Avx2Rows>,
     /// The number of queries.
     nq: usize,
+}
+
+/// How the AVX2 kernel reads a block's rows, with the queries laid out
+/// for it.
+#[cfg(target_arch = "x86_64")]
+enum Avx2Rows {
+    /// In place: BF16, F16, F32 and `Q8_0` rows.
+    InPlace(super::avx2::Layout),
+    /// Converted to f32 first (the K-quants ...), then read as F32 rows.
+    Converted(super::avx2::Layout),
 }
 
 /// From this many queries on, the AVX-512 path multiplies 16 queries per
@@ -237,15 +244,14 @@ impl Queries {
                 (bf16_bytes && vnni.is_none()).then(|| super::bf16::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES)
                 .then(|| super::x86::Transposed::new(&flat, cols));
-            // Rows the AVX2 tiles do not read in place (the K-quants ...)
-            // are converted to f32 blocks, which they read as F32 rows.
-            let in_place = super::avx2::Layout::new(&flat, cols, dtype);
-            let avx2_converted = kernel == Kernel::Avx2 && in_place.is_none();
-            let avx2 = match kernel {
-                Kernel::Avx2 if avx2_converted => super::avx2::Layout::new(&flat, cols, Dtype::F32),
-                Kernel::Avx2 => in_place,
-                _ => None,
-            };
+            let avx2 = (kernel == Kernel::Avx2)
+                .then(|| {
+                    let layout = |dtype| super::avx2::Layout::new(&flat, cols, dtype);
+                    layout(dtype)
+                        .map(Avx2Rows::InPlace)
+                        .or_else(|| layout(Dtype::F32).map(Avx2Rows::Converted))
+                })
+                .flatten();
             Queries {
                 kernel,
                 #[cfg(target_os = "linux")]
@@ -258,7 +264,6 @@ impl Queries {
                 panels,
                 vnni,
                 avx2,
-                avx2_converted,
                 nq,
             }
         }
@@ -320,7 +325,7 @@ impl Queries {
             return v.approximate(m, rows, &mut scratch.vnni, norms, dots);
         }
         #[cfg(target_arch = "x86_64")]
-        if let Some(layout) = self.avx2.as_ref().filter(|_| !self.avx2_converted) {
+        if let Some(Avx2Rows::InPlace(layout)) = &self.avx2 {
             return super::avx2::block(m.block_bytes(rows), layout, norms, dots);
         }
         #[cfg(target_arch = "x86_64")]
@@ -364,10 +369,10 @@ impl Queries {
             Kernel::Portable => block_f32(scratch, cols, &self.f32, norms, dots),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => match &self.avx2 {
-                Some(layout) => {
+                Some(Avx2Rows::Converted(layout)) => {
                     super::avx2::block(super::x86::f32_bytes(scratch), layout, norms, dots)
                 }
-                None => super::x86::block_f32_avx2(scratch, cols, &self.f32, norms, dots),
+                _ => super::x86::block_f32_avx2(scratch, cols, &self.f32, norms, dots),
             },
             #[cfg(target_arch = "x86_64")]
             _ => match &self.panels {

@@ -371,7 +371,7 @@ fn half_splat(b: &[u8], i: usize) -> __m512 {
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn load_q8_0(row: &[u8], c: usize) -> __m512 {
-    let at = c / 32 * 34;
+    let at = byte_of(Q8_0, c);
     let b = &row[at..at + 34];
     let q = &b[2 + c % 32..2 + c % 32 + 16];
     // SAFETY: `q` holds the 16 bytes read; loadu needs no alignment.
