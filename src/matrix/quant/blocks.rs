@@ -453,19 +453,11 @@ mod tests {
         // (A NaN's payload aside: the sum of two NaNs, a NaN scale's
         // product and a NaN min, is either one, as the compiler orders
         // the operands.)
-        let types = [
-            Dtype::Q8_0,
-            Dtype::Q4_0,
-            Dtype::Q4_1,
-            Dtype::Q5_0,
-            Dtype::Q5_1,
-            Dtype::Q2_K,
-            Dtype::Q3_K,
-            Dtype::Q4_K,
-            Dtype::Q5_K,
-            Dtype::Q6_K,
-        ];
-        for (t, dtype) in types.into_iter().enumerate() {
+        // Every type decoded here that candle decodes too.
+        let types = DECODED
+            .iter()
+            .filter(|d| !matches!(d, Dtype::IQ4_NL | Dtype::IQ4_XS));
+        for (t, &dtype) in types.enumerate() {
             let (block_values, block_bytes) = dtype.block();
             let (block_values, block_bytes) = (block_values as usize, block_bytes as usize);
             // Random bytes: scales of every kind (NaN, infinite, subnormal,
