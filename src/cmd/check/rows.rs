@@ -12,9 +12,9 @@
 //! whose sum is 0, NaN or infinite are looked at value by value. The loops
 //! are plain Rust, compiled as well for AVX-512 and for AVX2 + FMA, and the
 //! widest the CPU has is chosen at run time (`cpu::RowBuild`, as for
-//! `undertrained`'s passes). With the dot product, rows
-//! are summed 8 at a time and BF16 and F32 rows ask for their bytes
-//! further on as they are read (see `kernel::dots_each`). Sums are made by
+//! `undertrained`'s passes). With the dot product, BF16 and F32
+//! rows ask for their bytes further on as they are read (see
+//! `kernel::dots_each`). Sums are made by
 //! `undertrained`'s row kernel (`kernel::dots`), in f32 in 32 lanes, value
 //! `j` of each step of 32 in lane `j`, and the lanes added in order, so
 //! that both commands get the same sums; the norm is redone in f64 when
@@ -134,8 +134,8 @@ fn rows_with<const FMA: bool, const N: usize>(
     let n = raw.len() / row_bytes;
     let row = |i: usize| &raw[i * row_bytes..(i + 1) * row_bytes];
     let (first, mut closer_look) = (out.len(), Vec::new());
-    // Each row's summary as its sums come, a tile of rows at a time (see
-    // `dots_each`), while the tile's bytes are still in cache.
+    // Each row's summary as its sums come (see `dots_each`), while the
+    // row's bytes are still in cache.
     let mut summary = |(sum, dot): (f32, [f32; N])| {
         let i = out.len() - first;
         out.push(RowSummary {

@@ -101,10 +101,16 @@ pub(crate) fn dots<const FMA: bool, const N: usize>(
 const ROW_TILE: usize = 8;
 
 /// [`dots`] of rows `row(0)`, …, `row(n - 1)` (of equal length), in
-/// order, each row's sums passed to `f`: with vectors, [`ROW_TILE`] rows
-/// at a time (see [`dots_rows`]); without, one row at a time, as a single
-/// stream of bytes (read as several streams at once, `check`'s `r·r`
-/// pass was 15% slower on a Zen 4).
+/// order, each row's sums passed to `f`: with two vectors, [`ROW_TILE`]
+/// rows at a time (see [`dots_rows`]); with one or none, one row at a
+/// time, as a single stream of bytes. One vector (16 KiB for a
+/// 4096-wide row) stays in L1 while a row streams past it, and the single
+/// stream is faster than several at once: on a Zen 4, one core, the
+/// embedding pass of `undertrained` (one vector) over Llama 3's 1 GiB took
+/// 45 ms one row at a time against 52 ms in tiles of 8, and `check`'s
+/// `r·r` pass (no vector) was 15% slower read as several streams. Two
+/// vectors fill L1 on their own: one row at a time, the head pass took
+/// 1.3 times as long as in tiles.
 #[inline(always)]
 pub(crate) fn dots_each<const FMA: bool, const N: usize, T: Row>(
     n: usize,
@@ -113,7 +119,7 @@ pub(crate) fn dots_each<const FMA: bool, const N: usize, T: Row>(
     mut f: impl FnMut((f32, [f32; N])),
 ) {
     let mut i = 0;
-    while N > 0 && i + ROW_TILE <= n {
+    while N == 2 && i + ROW_TILE <= n {
         let rows: [T; ROW_TILE] = std::array::from_fn(|t| row(i + t));
         dots_rows::<FMA, N, ROW_TILE, T>(rows, vs)
             .into_iter()
@@ -240,7 +246,8 @@ mod tests {
     #[test]
     fn rows_at_once_sum_as_one_at_a_time_bit_for_bit() {
         // Rows of 1100 values: 34 whole steps (more than two chunks) and a
-        // tail of 12; 19 rows: two tiles and 3 rows after them.
+        // tail of 12; 19 rows: two tiles and 3 rows after them (two
+        // vectors; with one, every row is taken alone).
         let (n, cols) = (19, 1100);
         let values: Vec<f32> = (0..n * cols)
             .map(|i| ((i * 7919 % 1009) as f32 - 500.0) / 333.0)
