@@ -233,6 +233,12 @@ impl Dtype {
             .map(|&(_, n, b)| (n, b))
     }
 
+    /// The block-quantized GGUF types, in ggml's order.
+    #[cfg(test)]
+    pub(crate) fn quantized() -> impl Iterator<Item = Dtype> {
+        QUANTIZED.iter().map(|&(d, _, _)| d)
+    }
+
     /// True for the block-quantized GGUF types (`Q8_0`, `Q4_K` ...).
     pub fn is_quantized(self) -> bool {
         self.quant_block().is_some()

@@ -65,14 +65,9 @@ impl<'a> Matrix<'a> {
     ///
     /// Fails with [`Error::BadInput`] when the shape is not 2-D, has no
     /// columns, has more rows than 32-bit token ids can address, the dtype
-    /// is neither a supported float type nor a block-quantized one it decodes, a row is not
+    /// is neither a supported float type nor a block-quantized one, a row is not
     /// whole blocks, or `bytes` is not exactly `rows` rows long.
     pub fn new(name: &'a str, bytes: &'a [u8], dtype: Dtype, shape: &[usize]) -> Result<Self> {
-        if dtype.is_quantized() && !quant::decodes(dtype) {
-            return Err(Error::BadInput(format!(
-                "tensor `{name}` is {dtype}, which embscope cannot decode (of the GGUF types it decodes Q4_0 to Q8_1, the K-quants, IQ4_NL and IQ4_XS)"
-            )));
-        }
         if !SUPPORTED.contains(&dtype) && !dtype.is_quantized() {
             let names: Vec<&str> = SUPPORTED.iter().map(|d| d.name()).collect();
             return Err(Error::BadInput(format!(

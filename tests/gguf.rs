@@ -470,7 +470,8 @@ fn a_directory_with_one_gguf_is_that_file_several_are_an_error() {
 }
 
 /// The IQ fixtures: `gpt2-iq4_xs-untied.gguf` (embedding IQ4_XS, head
-/// IQ4_NL, a layer IQ3_S) and `llama-iq3_s-tied.gguf` (embedding IQ3_S).
+/// IQ4_NL, a layer IQ3_S) and `llama-iq3_s-tied.gguf` (embedding IQ3_S,
+/// the rows `planted(llama, 512, 18)`).
 const IQ4: &str = "gguf/gpt2-iq4_xs-untied.gguf";
 const IQ3: &str = "gguf/llama-iq3_s-tied.gguf";
 
@@ -566,26 +567,55 @@ fn files_with_types_candle_lacks_are_read_and_iq4_rows_decoded() {
 }
 
 #[test]
-fn a_vocabulary_matrix_of_a_type_embscope_cannot_decode_is_an_error_naming_it() {
+fn iq3_s_rows_decode_through_the_codebook_and_every_command_reads_them() {
     let info = json(&["info", &fixture(IQ3)]);
     assert_eq!(info["embedding"]["dtype"], "IQ3_S");
-    let err = "tensor `token_embd.weight` is IQ3_S, which embscope cannot decode \
-               (of the GGUF types it decodes Q4_0 to Q8_1, the K-quants, IQ4_NL and IQ4_XS)";
-    for args in [
-        &["neighbors", &fixture(IQ3), "#3"][..],
-        &["lookup", &fixture(IQ3), "--id", "3"],
-        &["undertrained", &fixture(IQ3)],
-    ] {
-        fails(args, err);
+    // The decoded rows are the generator's rows, up to the codebook.
+    let llama = gguf_gen::llama_vocab();
+    let planted = gguf_gen::planted(&llama, 512, 18);
+    let ids: Vec<String> = (0..llama.size).map(|i| i.to_string()).collect();
+    let mut args = vec!["lookup", IQ3, "--full", "--id"];
+    let iq3 = fixture(IQ3);
+    args[1] = &iq3;
+    args.extend(ids.iter().map(String::as_str));
+    let full = json(&args);
+    let rows: Vec<Vec<f64>> = full["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| values(r).iter().map(|&x| f64::from(x)).collect())
+        .collect();
+    assert_eq!(rows.len(), llama.size);
+    for (id, row) in rows.iter().enumerate() {
+        let want = &planted[id * 512..(id + 1) * 512];
+        let dot: f64 = row.iter().zip(want).map(|(a, &b)| a * f64::from(b)).sum();
+        let norm = |r: &mut dyn Iterator<Item = f64>| r.map(|x| x * x).sum::<f64>().sqrt();
+        let cos =
+            dot / (norm(&mut row.iter().copied()) * norm(&mut want.iter().map(|&x| f64::from(x))));
+        assert!(cos > 0.9, "row {id}: cosine {cos} to the row quantized");
     }
-    // `check` still checks what needs no values, and says what it skipped.
+    // Neighbours are the decoded rows' own, and the planted words hold.
+    let want = cosine_top_k(&rows, 317, 5);
+    let v = json(&["neighbors", &iq3, "#317", "-k", "5"]);
+    let got = v["queries"][0]["results"].as_array().unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g["id"].as_u64().unwrap(), w.0);
+        assert!((g["score"].as_f64().unwrap() - w.1).abs() < 1e-6);
+    }
+    assert_eq!(got[0]["token"], " France", "Paris → France: {v}");
+    // `check` reads the values, and `undertrained` scores every row.
     let out = text(&["check", &format!("fixtures/{IQ3}")], 0);
-    assert!(
-        out.contains(&format!(
-            "values-not-checked  values of `token_embd.weight` are not checked: {err}"
-        )),
-        "{out}"
-    );
+    assert!(!out.contains("values-not-checked"), "{out}");
+    assert!(out.contains("norm-summary"), "{out}");
+    let u = json(&["undertrained", &iq3, "--top", "2"]);
+    assert_eq!(u["scored"], 373, "{u}");
+    let top: Vec<u64> = u["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(top, [372, 371], "the two <unused> rows rank first: {u}");
 }
 
 /// `llama-f32-untied.gguf` cut in two as `gguf-split` cuts models.

@@ -1,11 +1,12 @@
 //! Decoders of our own for the block types GGUF files store weights in
 //! (`Q8_0`, `Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q2_K` to `Q6_K`, and the
-//! non-linear `IQ4_NL` and `IQ4_XS` that candle cannot read: the
-//! embeddings and heads of llama.cpp's usual mixes), reading the blocks
-//! straight from the mapped bytes, aligned or not.
+//! non-linear `IQ4_NL` and `IQ4_XS`, ternary `TQ2_0` and `MXFP4` that
+//! candle cannot read: the embeddings and heads of llama.cpp's usual
+//! mixes), reading the blocks straight from the mapped bytes, aligned or
+//! not.
 //!
-//! The `IQ4` types are decoded as llama.cpp's `dequantize_row_iq4_nl` and
-//! `_iq4_xs` do (checked against the `gguf` Python package by
+//! The `IQ4`, `TQ2_0` and `MXFP4` types are decoded as llama.cpp's
+//! `dequantize_row_iq4_nl`, `_iq4_xs`, `_tq2_0` and `_mxfp4` do (checked against the `gguf` Python package by
 //! `benches/gguf_reference.py`); the others compute what candle's
 //! `GgmlType::to_float` computes, operation by
 //! operation (the same products, sums and differences of the same f32
@@ -37,7 +38,7 @@ pub(super) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) -> bool {
 }
 
 /// The types decoded here.
-const DECODED: [Dtype; 12] = [
+const DECODED: [Dtype; 15] = [
     Dtype::Q8_0,
     Dtype::Q4_0,
     Dtype::Q4_1,
@@ -50,12 +51,10 @@ const DECODED: [Dtype; 12] = [
     Dtype::Q6_K,
     Dtype::IQ4_NL,
     Dtype::IQ4_XS,
+    Dtype::TQ2_0,
+    Dtype::MXFP4,
+    Dtype::IQ3_S,
 ];
-
-/// True for the types decoded here.
-pub(super) fn decodes(dtype: Dtype) -> bool {
-    DECODED.contains(&dtype)
-}
 
 /// [`dequantize`] with the build `build`.
 pub(super) fn dequantize_with(
@@ -64,7 +63,7 @@ pub(super) fn dequantize_with(
     bytes: &[u8],
     out: &mut [f32],
 ) -> bool {
-    if !decodes(dtype) {
+    if !DECODED.contains(&dtype) {
         return false;
     }
     let (block_values, block_bytes) = dtype.block();
@@ -116,6 +115,9 @@ fn decode(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
         Dtype::Q6_K => each_block!(bytes, out, q6_k),
         Dtype::IQ4_NL => each_block!(bytes, out, iq4_nl),
         Dtype::IQ4_XS => each_block!(bytes, out, iq4_xs),
+        Dtype::TQ2_0 => each_block!(bytes, out, tq2_0),
+        Dtype::MXFP4 => each_block!(bytes, out, mxfp4),
+        Dtype::IQ3_S => each_block!(bytes, out, iq3_s),
         other => unreachable!("{other} is not decoded here"),
     }
 }
@@ -329,6 +331,85 @@ fn iq4_xs(b: &[u8; 136], o: &mut [f32; QK_K]) {
     }
 }
 
+/// `TQ2_0` (ternary): 64 bytes of four 2-bit values, then an f16 scale;
+/// in each run of 32 bytes, bits `2l, 2l + 1` of byte `m` are value
+/// `32 l + m` of the run's 128; value = (2-bit value − 1) × scale.
+#[inline(always)]
+fn tq2_0(b: &[u8; 66], o: &mut [f32; QK_K]) {
+    let d = half_at(b, 64);
+    let (runs, _) = b[..64].as_chunks::<32>();
+    let (outs, _) = o.as_chunks_mut::<128>();
+    for (q, o) in runs.iter().zip(outs) {
+        let (parts, _) = o.as_chunks_mut::<32>();
+        for (l, part) in parts.iter_mut().enumerate() {
+            for (v, &q) in part.iter_mut().zip(q) {
+                *v = f32::from(i16::from((q >> (2 * l)) & 3) - 1) * d;
+            }
+        }
+    }
+}
+
+/// `IQ3_S`: an f16 scale `d`, 64 bytes of the low 8 bits of 9-bit grid
+/// indices, 8 bytes of their 9th bits (byte `r` for run `r` of 32
+/// values, bit `k` for its index `k`), 32 sign bytes (bit `j` of byte `k`
+/// negates value `j` of the 8 that indices `2k`, `2k + 1` give), 4 bytes
+/// of 4-bit run scales (run `r`'s the low or high nibble of byte `r / 2`).
+/// Each index picks 4 magnitudes from the codebook `IQ3S_GRID`; value =
+/// d × (1 + 2 × run scale) × magnitude × ±1, as ggml's
+/// `dequantize_row_iq3_s` computes it. (The codebook is the format's, from
+/// the `ferrox-quant` crate; its own decoder, which the tests compare this
+/// one with, runs at a twentieth of the speed: `IQ3_S` is the embedding
+/// of llama.cpp's `IQ2_S`, `IQ2_M` and `IQ3` mixes.)
+#[inline(always)]
+fn iq3_s(b: &[u8; 110], o: &mut [f32; QK_K]) {
+    use ferrox_quant::iq_tables::IQ3S_GRID;
+    let d = half_at(b, 0);
+    let (qs, _) = b[2..66].as_chunks::<8>();
+    let (qh, signs, scales) = (&b[66..74], &b[74..106], &b[106..110]);
+    let (signs, _) = signs.as_chunks::<4>();
+    let (runs, _) = o.as_chunks_mut::<32>();
+    for (r, ((run, qs), signs)) in runs.iter_mut().zip(qs).zip(signs).enumerate() {
+        let scale = (scales[r / 2] >> (4 * (r % 2))) & 0xF;
+        let db = d * f32::from(1 + 2 * scale);
+        let high = usize::from(qh[r]);
+        let (eights, _) = run.as_chunks_mut::<8>();
+        for (k, (o, &sign)) in eights.iter_mut().zip(signs).enumerate() {
+            let index = |i: usize| usize::from(qs[i]) | ((high << (8 - i)) & 256);
+            let g = (u64::from(IQ3S_GRID[index(2 * k)])
+                | (u64::from(IQ3S_GRID[index(2 * k + 1)]) << 32))
+                .to_le_bytes();
+            for (j, (o, &g)) in o.iter_mut().zip(&g).enumerate() {
+                // × −1 as a flip of the sign bit: the same value (a NaN's
+                // sign bit may differ), without a branch.
+                let negate = u32::from((sign >> j) & 1) << 31;
+                *o = f32::from_bits((db * f32::from(g)).to_bits() ^ negate);
+            }
+        }
+    }
+}
+
+/// The FP4 (E2M1) values of `MXFP4`, doubled (ggml's `kvalues_mxfp4`).
+const MXFP4_LEVELS: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// `MXFP4`: an E8M0 exponent byte `e`, then 16 bytes of two 4-bit values
+/// (low nibbles the first 16); value = doubled level × 2^(e − 128), as
+/// ggml's `GGML_E8M0_TO_FP32_HALF` makes the scale (`e` 255 too: ggml
+/// reads it as 2^127, not as the OCP format's NaN).
+#[inline(always)]
+fn mxfp4(b: &[u8; 17], o: &mut [f32; 32]) {
+    let e = u32::from(b[0]);
+    let d = f32::from_bits(if e < 2 {
+        0x0020_0000 << e
+    } else {
+        (e - 1) << 23
+    });
+    let (lo, hi) = o.split_at_mut(16);
+    for ((lo, hi), &q) in lo.iter_mut().zip(hi).zip(&b[1..]) {
+        *lo = f32::from(MXFP4_LEVELS[usize::from(q & 0xF)]) * d;
+        *hi = f32::from(MXFP4_LEVELS[usize::from(q >> 4)]) * d;
+    }
+}
+
 /// Scale and min of sub-block `j` (0..8) from a k-quant's 12 packed bytes
 /// of 6-bit scales and mins (llama.cpp's `get_scale_min_k4`).
 #[inline(always)]
@@ -449,14 +530,21 @@ mod tests {
     }
 
     #[test]
-    fn every_build_decodes_any_bytes_as_candle_does_bit_for_bit() {
+    fn every_build_decodes_any_bytes_as_candle_or_ferrox_does_bit_for_bit() {
         // (A NaN's payload aside: the sum of two NaNs, a NaN scale's
         // product and a NaN min, is either one, as the compiler orders
-        // the operands.)
-        // Every type decoded here that candle decodes too.
-        let types = DECODED
-            .iter()
-            .filter(|d| !matches!(d, Dtype::IQ4_NL | Dtype::IQ4_XS));
+        // the operands; and `IQ3_S` negates by flipping the sign bit.)
+        // Every type decoded here that candle or ferrox-quant decodes too.
+        let reference = |dtype: Dtype, bytes: &[u8], out: &mut [f32]| match dtype {
+            Dtype::IQ3_S => out.copy_from_slice(&ferrox_quant::dequant_iq3_s(bytes).unwrap()),
+            _ => super::super::candle(dtype, bytes, out),
+        };
+        let types = DECODED.iter().filter(|d| {
+            !matches!(
+                d,
+                Dtype::IQ4_NL | Dtype::IQ4_XS | Dtype::TQ2_0 | Dtype::MXFP4
+            )
+        });
         for (t, &dtype) in types.enumerate() {
             let (block_values, block_bytes) = dtype.block();
             let (block_values, block_bytes) = (block_values as usize, block_bytes as usize);
@@ -465,14 +553,14 @@ mod tests {
             let blocks = 600;
             let raw = noise(blocks * block_bytes + 1, 7 + t as u64);
             let mut want = vec![0f32; blocks * block_values];
-            super::super::candle(dtype, &raw[..blocks * block_bytes], &mut want);
+            reference(dtype, &raw[..blocks * block_bytes], &mut want);
             for build in RowBuild::all() {
                 for bytes in [&raw[..blocks * block_bytes], &raw[1..]] {
                     let mut got = vec![f32::NAN; want.len()];
                     assert!(dequantize_with(build, dtype, bytes, &mut got));
                     let mut expect = want.clone();
                     if bytes.as_ptr() != raw.as_ptr() {
-                        super::super::candle(dtype, bytes, &mut expect);
+                        reference(dtype, bytes, &mut expect);
                     }
                     let differ = got.iter().zip(&expect).position(|(g, e)| {
                         g.to_bits() != e.to_bits() && !(g.is_nan() && e.is_nan())
@@ -482,6 +570,46 @@ mod tests {
             }
             assert!(want.iter().any(|v| v.is_nan()), "{dtype}: NaN scales met");
             assert!(want.iter().any(|v| v.is_finite() && *v != 0.0), "{dtype}");
+        }
+    }
+
+    #[test]
+    fn ternary_and_fp4_blocks_decode_to_their_levels_times_their_scales() {
+        // TQ2_0: byte m of run h holds values 32 l + m of the run's 128 in
+        // bits 2l, 2l + 1; here all four are (m + h) % 3, so value
+        // 128 h + 32 l + m is ((m + h) % 3 − 1) × d, d = −0.5.
+        let mut tq = Vec::new();
+        for h in 0..2 {
+            tq.extend((0..32).map(|m| ((m + h) % 3) as u8 * 0b0101_0101));
+        }
+        tq.extend([0x00, 0xB8]);
+        let mut got = vec![0f32; 256];
+        assert!(dequantize(Dtype::TQ2_0, &tq, &mut got));
+        for (i, &v) in got.iter().enumerate() {
+            let (h, m) = (i / 128, i % 32);
+            assert_eq!(v, ((m + h) % 3) as f32 * -0.5 + 0.5, "value {i}");
+        }
+        // MXFP4: E8M0 exponent 127 (a scale of 1, the levels doubled); byte
+        // j holds levels j and 15 − j. Exponents 0, 1 and 255 as ggml
+        // reads them: 2^−128, 2^−127 (both subnormal) and 2^127.
+        for (e, scale) in [
+            (127u8, 0.5f32),
+            (0, 2f32.powi(-128)),
+            (1, 2f32.powi(-127)),
+            (255, 2f32.powi(127)),
+        ] {
+            let mut fp4 = vec![e];
+            fp4.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
+            let mut got = [0f32; 32];
+            assert!(dequantize(Dtype::MXFP4, &fp4, &mut got));
+            for j in 0..16 {
+                assert_eq!(got[j], scale * f32::from(MXFP4_LEVELS[j]), "e {e}, {j}");
+                assert_eq!(
+                    got[16 + j],
+                    scale * f32::from(MXFP4_LEVELS[15 - j]),
+                    "e {e}, {j}"
+                );
+            }
         }
     }
 
@@ -511,7 +639,7 @@ mod tests {
             }
         }
         // Every build gives the portable build's bits on any bytes.
-        for dtype in [Dtype::IQ4_NL, Dtype::IQ4_XS] {
+        for dtype in [Dtype::IQ4_NL, Dtype::IQ4_XS, Dtype::TQ2_0, Dtype::MXFP4] {
             let (block_values, block_bytes) = dtype.block();
             let (block_values, block_bytes) = (block_values as usize, block_bytes as usize);
             let raw = noise(500 * block_bytes, 99);

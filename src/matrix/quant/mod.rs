@@ -1,8 +1,11 @@
-//! Dequantizing the block-quantized GGUF types (`Q8_0`, `Q4_K` ...): the
-//! common ones with decoders of our own (see [`blocks`]), the rest with
-//! candle's `k_quants` (`GgmlType::to_float`), straight from the mapped
-//! bytes when they are aligned for the block struct, else through a small
-//! aligned copy. Both give the same values to the bit.
+//! Dequantizing the block-quantized GGUF types (`Q8_0`, `Q4_K` ...), every
+//! one GGUF has: the common ones with decoders of our own (see
+//! [`blocks`]), the codebook types (`IQ1_S` to `IQ3_S`) and `TQ1_0` with
+//! the `ferrox-quant` crate's (see [`codebook`]), and the two
+//! 8-bit types llama.cpp never stores (`Q8_1`, `Q8_K`) with candle's
+//! `k_quants` (`GgmlType::to_float`), straight from the mapped bytes when
+//! they are aligned for the block struct, else through a small aligned
+//! copy. Ours and candle's give the same values to the bit.
 
 use std::mem::{align_of, size_of};
 
@@ -14,24 +17,18 @@ use candle_core::quantized::k_quants::{
 use crate::dtype::Dtype;
 
 mod blocks;
+mod codebook;
 
 /// Blocks copied per step when the bytes are not aligned.
 const COPY_BLOCKS: usize = 64;
 
-/// True when [`dequantize`] decodes `dtype`: every block-quantized type but
-/// the `IQ` ones other than `IQ4_NL` and `IQ4_XS` (their codebooks are not
-/// built in), the ternary `TQ` ones and `MXFP4`.
-pub(crate) fn decodes(dtype: Dtype) -> bool {
-    blocks::decodes(dtype) || matches!(dtype, Dtype::Q8_1 | Dtype::Q8_K)
-}
-
 /// Decodes whole blocks of `dtype` in `bytes` into `out`, which holds
 /// exactly their values.
 ///
-/// Panics if [`decodes`] is false for `dtype` or the lengths disagree;
-/// [`super::Matrix::new`] guarantees both.
+/// Panics if `dtype` is not block-quantized or the lengths disagree;
+/// [`super::Matrix::new`] guarantees neither happens.
 pub(crate) fn dequantize(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
-    if blocks::dequantize(dtype, bytes, out) {
+    if blocks::dequantize(dtype, bytes, out) || codebook::dequantize(dtype, bytes, out) {
         return;
     }
     candle(dtype, bytes, out);
@@ -112,6 +109,22 @@ mod tests {
             .to_vec1::<f32>()
             .unwrap();
         (q.data().unwrap().into_owned(), back)
+    }
+
+    #[test]
+    fn every_block_quantized_type_decodes() {
+        for dtype in Dtype::quantized() {
+            let (values, bytes) = dtype.block();
+            let (values, bytes) = (values as usize, bytes as usize);
+            // Blocks of zero bytes have a zero scale: every value is ±0.
+            let mut out = vec![f32::NAN; 3 * values];
+            dequantize(dtype, &vec![0; 3 * bytes], &mut out);
+            assert!(out.iter().all(|&v| v == 0.0), "{dtype}: {out:?}");
+            // Blocks of one byte repeated have a scale of the same bytes.
+            dequantize(dtype, &vec![0x3C; 3 * bytes], &mut out);
+            assert!(out.iter().all(|v| v.is_finite()), "{dtype}");
+            assert!(out.iter().any(|&v| v != 0.0), "{dtype}");
+        }
     }
 
     #[test]
