@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One neighbour query on Llama-3-shaped GGUF embeddings (128256 × 4096, Q8_0,
-# Q6_K and Q4_K), next to a plain read of the tensor's bytes and their
+# Q6_K, Q4_K and IQ3_S), next to a plain read of the tensor's bytes and their
 # dequantization alone. The files come from
 #   cargo run --release --example gen-fixtures -- --llama3-gguf DIR
 #
@@ -20,7 +20,7 @@ BIN=$(cargo bench --bench gguf --no-run --message-format=json 2>/dev/null |
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 ms_of() { sed 's/.* ms=\([0-9.]*\).*/\1/' <<<"$1"; }
 printf '%-16s %-10s %12s %14s %10s\n' file op in-proc-ms rss-anon-kb base-ms
-for f in llama3-q8_0.gguf llama3-q6_k.gguf llama3-q4_k.gguf; do
+for f in llama3-q8_0.gguf llama3-q6_k.gguf llama3-q4_k.gguf llama3-iq3_s.gguf; do
     [ -f "$DIR/$f" ] || continue
     cat "$DIR/$f" >/dev/null # warm the page cache
     for op in "read" "dequant" "topk 1" "topk 16"; do
