@@ -206,19 +206,28 @@ pub(crate) fn dots_rows<const FMA: bool, const N: usize, const R: usize, T: Row>
     })
 }
 
-/// `acc += y · r`.
+/// `acc += y₀ · r₀ + y₁ · r₁ + …`, the rows added one after another to
+/// each value (the same sums, bit for bit, as adding each whole row in
+/// turn), `acc` read and written once for all of them: a step of [`L`]
+/// values is kept in registers while each row's step is added.
 #[inline(always)]
-pub(super) fn axpy<const FMA: bool>(acc: &mut [f32], y: f32, r: impl Row) {
-    let whole = r.len() / L * L;
+pub(super) fn axpy<const FMA: bool, T: Row>(acc: &mut [f32], ys: &[f32], rows: &[T]) {
+    let whole = acc.len() / L * L;
     for k in (0..whole).step_by(L) {
-        let rc = r.chunk(k);
         let ac: &mut [f32; L] = (&mut acc[k..k + L]).try_into().expect("L values");
-        for i in 0..L {
-            ac[i] = madd::<FMA>(y, rc[i], ac[i]);
+        let mut a = *ac;
+        for (&y, r) in ys.iter().zip(rows) {
+            let rc = r.chunk(k);
+            for i in 0..L {
+                a[i] = madd::<FMA>(y, rc[i], a[i]);
+            }
         }
+        *ac = a;
     }
     for (j, a) in acc.iter_mut().enumerate().skip(whole) {
-        *a = madd::<FMA>(y, r.at(j), *a);
+        for (&y, r) in ys.iter().zip(rows) {
+            *a = madd::<FMA>(y, r.at(j), *a);
+        }
     }
 }
 
@@ -298,8 +307,25 @@ mod tests {
             .collect();
         assert_eq!(dots::<false, 2>(Bf16(&bytes), [&ones, &twos]), d);
         let mut acc = vec![1.0; 37];
-        axpy::<false>(&mut acc, 2.0, Bf16(&bytes));
+        axpy::<false, _>(&mut acc, &[2.0], &[Bf16(&bytes)]);
         assert_eq!((acc[0], acc[36]), (1.0, 73.0));
+        // Several rows at once sum as each row in turn, to the bit.
+        let rows: Vec<Vec<f32>> = (0..5)
+            .map(|t| {
+                (0..37)
+                    .map(|j| ((j * 7 + t * 3) % 11) as f32 / 3.0 - 1.7)
+                    .collect()
+            })
+            .collect();
+        let ys = [0.3, -1.1, 2.7, 1e-3, 5.5];
+        let rows: Vec<&[f32]> = rows.iter().map(Vec::as_slice).collect();
+        let mut once = vec![0.25; 37];
+        axpy::<true, _>(&mut once, &ys, &rows);
+        let mut each = vec![0.25; 37];
+        for (y, r) in ys.iter().zip(&rows) {
+            axpy::<true, _>(&mut each, &[*y], &[*r]);
+        }
+        assert_eq!(once, each);
     }
 
     #[test]
