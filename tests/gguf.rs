@@ -522,48 +522,37 @@ fn files_with_types_candle_lacks_are_read_and_iq4_rows_decoded() {
         }
     }
     // Neighbours are the decoded rows' own (the head is IQ4_NL).
-    let full = json(
-        &[
-            "lookup",
-            &fixture(IQ4),
-            "--matrix",
-            "head",
-            "--full",
-            "--id",
-        ]
-        .into_iter()
-        .map(String::from)
-        .chain((0..341).map(|i| i.to_string()))
-        .collect::<Vec<_>>()
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>(),
-    );
-    let rows: Vec<Vec<f64>> = full["rows"]
+    let rows = decoded_rows(&fixture(IQ4), "head", 341);
+    neighbors_are_the_rows_own(&fixture(IQ4), "head", &rows, 259);
+}
+
+/// Every row of `matrix` (`embed` or `head`) of `model`, `rows` of them,
+/// as `lookup --full` gives them.
+fn decoded_rows(model: &str, matrix: &str, rows: usize) -> Vec<Vec<f64>> {
+    let ids: Vec<String> = (0..rows).map(|i| i.to_string()).collect();
+    let mut args = vec!["lookup", model, "--matrix", matrix, "--full", "--id"];
+    args.extend(ids.iter().map(String::as_str));
+    json(&args)["rows"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| values(r).iter().map(|&x| f64::from(x)).collect())
-        .collect();
-    let want = cosine_top_k(&rows, 259, 5);
-    let v = json(&[
-        "neighbors",
-        &fixture(IQ4),
-        "--matrix",
-        "head",
-        "#259",
-        "-k",
-        "5",
-    ]);
-    for (g, w) in v["queries"][0]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(&want)
-    {
+        .collect()
+}
+
+/// Asserts that the 5 neighbours of row `id` in `matrix` of `model` are
+/// the best 5 of `rows` by cosine, with their scores; returns them.
+fn neighbors_are_the_rows_own(model: &str, matrix: &str, rows: &[Vec<f64>], id: u64) -> Vec<Value> {
+    let want = cosine_top_k(rows, id as usize, 5);
+    let query = format!("#{id}");
+    let v = json(&["neighbors", model, "--matrix", matrix, &query, "-k", "5"]);
+    let got = v["queries"][0]["results"].as_array().unwrap().clone();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
         assert_eq!(g["id"].as_u64().unwrap(), w.0);
         assert!((g["score"].as_f64().unwrap() - w.1).abs() < 1e-6);
     }
+    got
 }
 
 #[test]
@@ -573,18 +562,8 @@ fn iq3_s_rows_decode_through_the_codebook_and_every_command_reads_them() {
     // The decoded rows are the generator's rows, up to the codebook.
     let llama = gguf_gen::llama_vocab();
     let planted = gguf_gen::planted(&llama, 512, 18);
-    let ids: Vec<String> = (0..llama.size).map(|i| i.to_string()).collect();
-    let mut args = vec!["lookup", IQ3, "--full", "--id"];
     let iq3 = fixture(IQ3);
-    args[1] = &iq3;
-    args.extend(ids.iter().map(String::as_str));
-    let full = json(&args);
-    let rows: Vec<Vec<f64>> = full["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| values(r).iter().map(|&x| f64::from(x)).collect())
-        .collect();
+    let rows = decoded_rows(&iq3, "embed", llama.size);
     assert_eq!(rows.len(), llama.size);
     for (id, row) in rows.iter().enumerate() {
         let want = &planted[id * 512..(id + 1) * 512];
@@ -595,14 +574,8 @@ fn iq3_s_rows_decode_through_the_codebook_and_every_command_reads_them() {
         assert!(cos > 0.9, "row {id}: cosine {cos} to the row quantized");
     }
     // Neighbours are the decoded rows' own, and the planted words hold.
-    let want = cosine_top_k(&rows, 317, 5);
-    let v = json(&["neighbors", &iq3, "#317", "-k", "5"]);
-    let got = v["queries"][0]["results"].as_array().unwrap();
-    for (g, w) in got.iter().zip(&want) {
-        assert_eq!(g["id"].as_u64().unwrap(), w.0);
-        assert!((g["score"].as_f64().unwrap() - w.1).abs() < 1e-6);
-    }
-    assert_eq!(got[0]["token"], " France", "Paris → France: {v}");
+    let got = neighbors_are_the_rows_own(&iq3, "embed", &rows, 317);
+    assert_eq!(got[0]["token"], " France", "Paris → France: {got:?}");
     // `check` reads the values, and `undertrained` scores every row.
     let out = text(&["check", &format!("fixtures/{IQ3}")], 0);
     assert!(!out.contains("values-not-checked"), "{out}");
