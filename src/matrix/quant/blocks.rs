@@ -592,12 +592,10 @@ mod tests {
         // MXFP4: E8M0 exponent 127 (a scale of 1, the levels doubled); byte
         // j holds levels j and 15 − j. Exponents 0, 1 and 255 as ggml
         // reads them: 2^−128, 2^−127 (both subnormal) and 2^127.
-        for (e, scale) in [
-            (127u8, 0.5f32),
-            (0, 2f32.powi(-128)),
-            (1, 2f32.powi(-127)),
-            (255, 2f32.powi(127)),
-        ] {
+        // (The scales as f64 powers: an f32 `powi(-128)` is 0 in a debug
+        // build, which takes 1 / 2^128.)
+        for (e, power) in [(127u8, -1), (0, -128), (1, -127), (255, 127)] {
+            let scale = 2f64.powi(power) as f32;
             let mut fp4 = vec![e];
             fp4.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
             let mut got = [0f32; 32];
