@@ -128,6 +128,95 @@ mod tests {
     }
 
     #[test]
+    fn the_types_candle_lacks_decode_as_llama_cpp_does() {
+        // 256 values of each type from the bytes (37 i + 11) mod 256, the
+        // blocks' f16 scale set to 1 (MXFP4: exponent 127; IQ1_M has no
+        // scale field); the values at 0, 1, 37, 100 and 255 and the sum of
+        // all, as the `gguf` Python package (0.19.0) dequantizes them.
+        let cases: [(Dtype, Option<usize>, [f32; 5], f64); 12] = [
+            (
+                Dtype::IQ1_S,
+                Some(0),
+                [-2.625, 0.375, 14.625, 13.125, -4.375],
+                20.0,
+            ),
+            (
+                Dtype::IQ1_M,
+                None,
+                [52920.0, -370440.0, 370440.0, 204120.0, 113400.0],
+                -2479680.0,
+            ),
+            (
+                Dtype::IQ2_XXS,
+                Some(0),
+                [-59.125, 59.125, 53.125, 27.0, -80.625],
+                763.75,
+            ),
+            (
+                Dtype::IQ2_XS,
+                Some(0),
+                [-11.0, 34.375, 112.875, -9.0, -19.0],
+                1490.5,
+            ),
+            (
+                Dtype::IQ2_S,
+                Some(0),
+                [-145.125, 84.375, 26.875, -25.0, 78.125],
+                -800.625,
+            ),
+            (
+                Dtype::IQ3_XXS,
+                Some(0),
+                [-13.0, 9.0, -133.0, -25.0, -15.0],
+                -684.0,
+            ),
+            (
+                Dtype::IQ3_S,
+                Some(0),
+                [-81.0, 243.0, 165.0, -17.0, 225.0],
+                1456.0,
+            ),
+            (Dtype::TQ1_0, Some(52), [-1.0, -1.0, -1.0, 1.0, -1.0], -2.0),
+            (Dtype::TQ2_0, Some(64), [2.0, -1.0, 0.0, 1.0, -1.0], 129.0),
+            (Dtype::MXFP4, None, [0.0, 3.0, -4.0, 1.5, 0.0], 3.5),
+            (
+                Dtype::IQ4_NL,
+                Some(0),
+                [-35.0, 25.0, 1.0, -10.0, 38.0],
+                -1238.0,
+            ),
+            (
+                Dtype::IQ4_XS,
+                Some(0),
+                [65.0, -1.0, -371.0, 40.0, -16.0],
+                -11005.0,
+            ),
+        ];
+        for (dtype, scale_at, want, sum) in cases {
+            let (values, size) = dtype.block();
+            let (values, size) = (values as usize, size as usize);
+            let blocks = 256 / values;
+            let mut bytes: Vec<u8> = (0..blocks * size).map(|i| (i * 37 + 11) as u8).collect();
+            for block in bytes.chunks_exact_mut(size) {
+                match (dtype, scale_at) {
+                    (Dtype::MXFP4, _) => block[0] = 127,
+                    (_, Some(at)) => block[at..at + 2].copy_from_slice(&[0x00, 0x3C]),
+                    (_, None) => {}
+                }
+            }
+            let mut out = vec![f32::NAN; 256];
+            dequantize(dtype, &bytes, &mut out);
+            let got = [0, 1, 37, 100, 255].map(|i| out[i]);
+            assert_eq!(got, want, "{dtype}");
+            assert_eq!(
+                out.iter().map(|&v| f64::from(v)).sum::<f64>(),
+                sum,
+                "{dtype}"
+            );
+        }
+    }
+
+    #[test]
     fn quantized_rows_are_whole_blocks() {
         let values: Vec<f32> = (0..512).map(|i| (i % 13) as f32 - 6.0).collect();
         let (bytes, want) = quantized(&values, GgmlDType::Q4K);
