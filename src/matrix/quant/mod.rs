@@ -1,7 +1,7 @@
 //! Dequantizing the block-quantized GGUF types (`Q8_0`, `Q4_K` ...), every
-//! one GGUF has: the common ones with decoders of our own (see
-//! [`blocks`]), the codebook types (`IQ1_S` to `IQ3_S`) and `TQ1_0` with
-//! the `ferrox-quant` crate's (see [`codebook`]), and the two
+//! one GGUF has: the common ones (and `IQ3_S`) with decoders of our own
+//! (see [`blocks`]), the other codebook types (`IQ1_S` to `IQ3_XXS`) and
+//! `TQ1_0` with the `ferrox-quant` crate's (see [`codebook`]), and the two
 //! 8-bit types llama.cpp never stores (`Q8_1`, `Q8_K`) with candle's
 //! `k_quants` (`GgmlType::to_float`), straight from the mapped bytes when
 //! they are aligned for the block struct, else through a small aligned
