@@ -1,22 +1,24 @@
 //! Decoders of our own for the block types GGUF files store weights in
-//! (`Q8_0`, `Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q2_K` to `Q6_K`, and the
-//! non-linear `IQ4_NL` and `IQ4_XS`, ternary `TQ2_0` and `MXFP4` that
-//! candle cannot read: the embeddings and heads of llama.cpp's usual
-//! mixes), reading the blocks straight from the mapped bytes, aligned or
-//! not.
+//! (`Q8_0`, `Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q2_K` to `Q6_K`, and those
+//! candle cannot read: the non-linear `IQ4_NL` and `IQ4_XS`, the codebook
+//! type `IQ3_S`, the ternary `TQ2_0` and `MXFP4`; the embeddings and heads
+//! of llama.cpp's mixes), reading the blocks straight from the mapped
+//! bytes, aligned or not.
 //!
-//! The `IQ4`, `TQ2_0` and `MXFP4` types are decoded as llama.cpp's
-//! `dequantize_row_iq4_nl`, `_iq4_xs`, `_tq2_0` and `_mxfp4` do (checked against the `gguf` Python package by
-//! `benches/gguf_reference.py`); the others compute what candle's
+//! The types candle cannot read are decoded as llama.cpp's
+//! `dequantize_row_*` do (checked against the `gguf` Python package by
+//! `benches/gguf_reference.py`, and `IQ3_S` against `ferrox-quant`'s
+//! decoder in the tests); the others compute what candle's
 //! `GgmlType::to_float` computes, operation by
 //! operation (the same products, sums and differences of the same f32
 //! values, never fused), so the values are the same to the bit (but for
 //! which payload a NaN carries where two NaNs meet); but they are
 //! written so that the compiler vectorises them, and built for AVX-512 and
 //! AVX2 as well as portably (the build [`RowBuild::detect`] picks, so
-//! `EMBSCOPE_CPU_MASK` reaches them). candle's versions are scalar (and
-//! the k-quant ones allocate per call): on a Zen 4 they turned a 128256 ×
-//! 4096 Q8_0 matrix into f32 at about a sixth of the speed of reading it.
+//! `EMBSCOPE_CPU_MASK` reaches them; see [`build_for`]). candle's versions
+//! are scalar (and the k-quant ones allocate per call): on a Zen 4 they
+//! turned a 128256 × 4096 Q8_0 matrix into f32 at about a sixth of the
+//! speed of reading it.
 
 use half::f16;
 
