@@ -124,6 +124,19 @@ mod tests {
             dequantize(dtype, &vec![0x3C; 3 * bytes], &mut out);
             assert!(out.iter().all(|v| v.is_finite()), "{dtype}");
             assert!(out.iter().any(|&v| v != 0.0), "{dtype}");
+            // Any bytes decode (every index within its codebook), 200
+            // blocks of a pseudo-random walk through the byte values.
+            let mut x = 0x2545_F491_4F6C_DD1Du64;
+            let noise: Vec<u8> = (0..200 * bytes)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 24) as u8
+                })
+                .collect();
+            let mut out = vec![0f32; 200 * values];
+            dequantize(dtype, &noise, &mut out);
         }
     }
 
