@@ -92,6 +92,21 @@ fn blocks<T: GgmlType>(bytes: &[u8], out: &mut [f32]) {
     }
 }
 
+/// Deterministic bytes (splitmix64), for the decoders' tests.
+#[cfg(test)]
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,17 +139,8 @@ mod tests {
             dequantize(dtype, &vec![0x3C; 3 * bytes], &mut out);
             assert!(out.iter().all(|v| v.is_finite()), "{dtype}");
             assert!(out.iter().any(|&v| v != 0.0), "{dtype}");
-            // Any bytes decode (every index within its codebook), 200
-            // blocks of a pseudo-random walk through the byte values.
-            let mut x = 0x2545_F491_4F6C_DD1Du64;
-            let noise: Vec<u8> = (0..200 * bytes)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x >> 24) as u8
-                })
-                .collect();
+            // Any bytes decode (every index within its codebook).
+            let noise = noise(200 * bytes, 11);
             let mut out = vec![0f32; 200 * values];
             dequantize(dtype, &noise, &mut out);
         }
