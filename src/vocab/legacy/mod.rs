@@ -303,19 +303,18 @@ impl Pipeline {
         // is missing (`check` reports a declared token the vocabulary
         // lacks).
         let template = |first: Option<&str>, last: Option<&str>| -> Result<Value> {
-            let first = first.map(&special);
-            let last = last.map(&special);
-            if first.as_ref().is_some_and(Option::is_none)
-                || last.as_ref().is_some_and(Option::is_none)
-                || (first.is_none() && last.is_none())
-            {
+            // Each role's token (`Some(None)`: no role), `None` when missing.
+            let token = |role: Option<&str>| role.map_or(Some(None), |r| special(r).map(Some));
+            let (Some(first), Some(last)) = (token(first), token(last)) else {
+                return Ok(Value::Null);
+            };
+            if first.is_none() && last.is_none() {
                 return Ok(Value::Null);
             }
-            let (first, last) = (first.flatten(), last.flatten());
-            let name = |s: &Option<(String, u32)>| s.as_ref().map(|s| s.0.clone());
-            let single: Vec<String> = (name(&first).into_iter())
+            let name = |s: &(String, u32)| s.0.clone();
+            let single: Vec<String> = (first.iter().map(name))
                 .chain(["$A".to_string()])
-                .chain(name(&last))
+                .chain(last.iter().map(name))
                 .collect();
             let specials: Vec<(String, u32)> = first.into_iter().chain(last).collect();
             let failed =
