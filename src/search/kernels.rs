@@ -331,7 +331,7 @@ impl Queries {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx512 && self.panels.is_none() {
             // The dot-style tiles read BF16, F16 and F32 rows in place, and
-            // decode the common GGUF blocks in registers.
+            // decode `Q8_0` blocks in registers (see `x86::quant_kind`).
             let dtype = m.dtype();
             if let Some(kind) = super::x86::kind(dtype).or_else(|| super::x86::quant_kind(dtype)) {
                 let bytes = m.block_bytes(rows);
