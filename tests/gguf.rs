@@ -9,7 +9,7 @@ use candle_core::Device;
 use candle_core::quantized::gguf_file::Content;
 use serde_json::Value;
 
-use crate::common::{cosine_top_k, embscope, fails, fixture, json, text};
+use crate::common::{cosine, cosine_top_k, embscope, fails, fixture, ids, json, text};
 use crate::regenerate::gguf as gguf_gen;
 
 /// (fixture, dtype of token_embd, rows, hidden, head dtype when stored).
@@ -278,11 +278,7 @@ fn neighbors_on_quantized_matrices_match_the_dequantized_f32_matrix() {
         ("gguf/gpt2-f16-tied.gguf", "embed", "token_embd.weight", 5),
         ("gguf/llama-f32-untied.gguf", "head", "output.weight", 42),
     ] {
-        let rows = candle_rows(rel, name);
-        let rows: Vec<Vec<f64>> = rows
-            .iter()
-            .map(|r| r.iter().map(|&x| f64::from(x)).collect())
-            .collect();
+        let rows: Vec<Vec<f64>> = candle_rows(rel, name).iter().map(|r| widen(r)).collect();
         let want = cosine_top_k(&rows, query, 10);
         let v = json(&[
             "neighbors",
@@ -510,11 +506,10 @@ fn files_with_types_candle_lacks_are_read_and_iq4_rows_decoded() {
             "259",
         ]);
         for (row, id) in v["rows"].as_array().unwrap().iter().zip([5, 259]) {
-            let got = values(row);
-            let want = &planted[id * 256..(id + 1) * 256];
-            let dot: f32 = got.iter().zip(want).map(|(a, b)| a * b).sum();
-            let norm = |r: &[f32]| r.iter().map(|x| x * x).sum::<f32>().sqrt();
-            let cos = dot / (norm(&got) * norm(want));
+            let cos = cosine(
+                &widen(&values(row)),
+                &widen(&planted[id * 256..(id + 1) * 256]),
+            );
             assert!(
                 cos > 0.99,
                 "{matrix} row {id}: cosine {cos} to the rows quantized"
@@ -524,6 +519,11 @@ fn files_with_types_candle_lacks_are_read_and_iq4_rows_decoded() {
     // Neighbours are the decoded rows' own (the head is IQ4_NL).
     let rows = decoded_rows(&fixture(IQ4), "head", 341);
     neighbors_are_the_rows_own(&fixture(IQ4), "head", &rows, 259);
+}
+
+/// `values` in f64.
+fn widen(values: &[f32]) -> Vec<f64> {
+    values.iter().map(|&x| f64::from(x)).collect()
 }
 
 /// Every row of `matrix` (`embed` or `head`) of `model`, `rows` of them,
@@ -536,7 +536,7 @@ fn decoded_rows(model: &str, matrix: &str, rows: usize) -> Vec<Vec<f64>> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| values(r).iter().map(|&x| f64::from(x)).collect())
+        .map(|r| widen(&values(r)))
         .collect()
 }
 
@@ -566,11 +566,7 @@ fn iq3_s_rows_decode_through_the_codebook_and_every_command_reads_them() {
     let rows = decoded_rows(&iq3, "embed", llama.size);
     assert_eq!(rows.len(), llama.size);
     for (id, row) in rows.iter().enumerate() {
-        let want = &planted[id * 512..(id + 1) * 512];
-        let dot: f64 = row.iter().zip(want).map(|(a, &b)| a * f64::from(b)).sum();
-        let norm = |r: &mut dyn Iterator<Item = f64>| r.map(|x| x * x).sum::<f64>().sqrt();
-        let cos =
-            dot / (norm(&mut row.iter().copied()) * norm(&mut want.iter().map(|&x| f64::from(x))));
+        let cos = cosine(row, &widen(&planted[id * 512..(id + 1) * 512]));
         assert!(cos > 0.9, "row {id}: cosine {cos} to the row quantized");
     }
     // Neighbours are the decoded rows' own, and the planted words hold.
@@ -582,13 +578,11 @@ fn iq3_s_rows_decode_through_the_codebook_and_every_command_reads_them() {
     assert!(out.contains("norm-summary"), "{out}");
     let u = json(&["undertrained", &iq3, "--top", "2"]);
     assert_eq!(u["scored"], 373, "{u}");
-    let top: Vec<u64> = u["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_u64().unwrap())
-        .collect();
-    assert_eq!(top, [372, 371], "the two <unused> rows rank first: {u}");
+    assert_eq!(
+        ids(&u["candidates"]),
+        [372, 371],
+        "the two <unused> rows rank first: {u}"
+    );
 }
 
 /// `llama-f32-untied.gguf` cut in two as `gguf-split` cuts models.

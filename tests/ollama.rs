@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{embscope, fixture};
+use crate::common::{embscope, fails, fixture, json};
 
 /// The digest Ollama would name `bytes` by (any 64 hex digits do here).
 const HEX: &str = "a865e10cc0c46410b8b6c33b97de7d2607d95d4f9d27ff203360c76479e6f7b6";
@@ -68,14 +68,7 @@ fn an_ollama_name_opens_the_blob_its_manifest_names() {
 
 /// `info --json` of the file at `path`, which must succeed.
 fn info(path: &Path) -> serde_json::Value {
-    let out = embscope()
-        .args(["--json", "info"])
-        .arg(path)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    json(&["info", &path.display().to_string()])
 }
 
 #[test]
@@ -151,11 +144,8 @@ fn files_under_other_names_are_known_by_their_first_bytes() {
     // Neither: the error says what the first bytes are not.
     let other = tmp.path().join("notes");
     std::fs::write(&other, "hello").unwrap();
-    let out = embscope().arg("info").arg(&other).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("its first bytes are neither GGUF's magic nor a safetensors header"),
-        "{err}"
+    fails(
+        &["info", &other.display().to_string()],
+        "its first bytes are neither GGUF's magic nor a safetensors header",
     );
 }

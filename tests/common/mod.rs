@@ -100,19 +100,22 @@ pub fn write_f32_embedding(path: &Path, cols: usize, values: &[f32]) -> String {
     path.display().to_string()
 }
 
+/// The cosine of `a` and `b`, in f64.
+pub fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let norm = |r: &[f64]| r.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    dot / (norm(a) * norm(b))
+}
+
 /// Cosine top-k of row `query` among `rows` (itself left out), computed in
 /// f64, ties to the lower id: the brute-force reference for `neighbors`.
 pub fn cosine_top_k(rows: &[Vec<f64>], query: usize, k: usize) -> Vec<(u64, f64)> {
-    let norm = |r: &[f64]| r.iter().map(|x| x * x).sum::<f64>().sqrt();
     let q = &rows[query];
     let mut scored: Vec<(u64, f64)> = rows
         .iter()
         .enumerate()
         .filter(|(i, _)| *i != query)
-        .map(|(i, r)| {
-            let dot: f64 = r.iter().zip(q).map(|(a, b)| a * b).sum();
-            (i as u64, dot / (norm(r) * norm(q)))
-        })
+        .map(|(i, r)| (i as u64, cosine(r, q)))
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     scored.truncate(k);
