@@ -59,6 +59,16 @@ pub(crate) fn has_avx512() -> bool {
     false
 }
 
+/// True when the AVX-512 BF16 code paths may run (the CPU has AVX-512F,
+/// BW and BF16, and the mask hides neither `avx512` nor `avx512bf16`).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx512bf16() -> bool {
+    !masked("avx512bf16")
+        && has_avx512()
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512bf16")
+}
+
 /// The build of `check`'s and `undertrained`'s row loops (see
 /// `cmd::undertrained::kernel`) that runs on this CPU: AVX-512, AVX2 or
 /// portable. The AVX-512 and AVX2 builds both fuse multiply-adds, and the

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::common::{embscope, fixture};
+use crate::common::{embscope, fixture, ids};
 
 /// Runs `embscope --json ARGS` with `env`, expects success, parses stdout.
 fn json_with(env: &[(&str, &str)], args: &[&str]) -> Value {
@@ -249,13 +249,59 @@ fn undertrained_and_check_answer_alike_on_avx512_and_avx2() {
     // without AVX-512, the same build twice). Both fuse multiply-adds, so
     // the sums, and so every score, are the same to the bit. (The portable
     // build ran on AVX2 until 2026-11-26: the `untrained` fixture's scores
-    // differed in their last digits.)
+    // differed in their last digits.) `undertrained` reads an untied BF16
+    // head with `vdpbf16ps` where the CPU has AVX512_BF16, hidden here in
+    // both runs (see the next test).
     for model in ["untrained", "llama-sharded", "qwen-f16-tied"] {
         for command in ["undertrained", "check"] {
             let args = [command, &fixture(model)];
             let avx2 = json_with(&[("EMBSCOPE_CPU_MASK", "avx512")], &args);
-            assert_eq!(json_with(&[], &args), avx2, "{command} {model}");
+            let avx512 = json_with(&[("EMBSCOPE_CPU_MASK", "avx512bf16")], &args);
+            assert_eq!(avx512, avx2, "{command} {model}");
+            if command == "check" {
+                assert_eq!(json_with(&[], &args), avx2, "{command} {model}");
+            }
         }
+    }
+}
+
+#[test]
+fn undertrained_answers_alike_with_and_without_bf16_dot_products() {
+    // The head pass with `vdpbf16ps` (on a CPU with AVX512_BF16) sums the
+    // same products as the f32 loops in another order: the same ranks, and
+    // every number the same to about 6 digits. (Elsewhere both runs take
+    // the f32 loops.)
+    fn near(a: &Value, b: &Value, at: &str) {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{at}: {x} vs {y}");
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                assert_eq!(x.len(), y.len(), "{at}");
+                for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                    near(x, y, &format!("{at}[{i}]"));
+                }
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                assert!(x.keys().eq(y.keys()), "{at}");
+                for (k, x) in x {
+                    near(x, &y[k], &format!("{at}.{k}"));
+                }
+            }
+            _ => assert_eq!(a, b, "{at}"),
+        }
+    }
+    for model in ["untrained", "llama-sharded"] {
+        let args = ["undertrained", &fixture(model), "--top", "40"];
+        let f32_loops = json_with(&[("EMBSCOPE_CPU_MASK", "avx512bf16")], &args);
+        let default = json_with(&[], &args);
+        assert_eq!(
+            ids(&default["candidates"]),
+            ids(&f32_loops["candidates"]),
+            "{model}"
+        );
+        near(&default, &f32_loops, model);
     }
 }
 

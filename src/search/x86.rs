@@ -19,21 +19,13 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-pub(super) use crate::cpu::has_avx512;
+pub(super) use crate::cpu::{has_avx512, has_avx512bf16};
 use crate::cpu::{masked, prefetch_ahead};
 use crate::dtype::Dtype;
 
 /// True when the CPU runs the AVX2 + FMA path.
 pub(super) fn has_avx2() -> bool {
     !masked("avx2") && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-}
-
-/// True when the CPU runs the AVX-512 BF16 path.
-pub(super) fn has_avx512bf16() -> bool {
-    !masked("avx512bf16")
-        && has_avx512()
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512bf16")
 }
 
 /// Converts little-endian BF16 values (`bytes`, any alignment) to f32

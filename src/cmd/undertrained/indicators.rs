@@ -101,14 +101,22 @@ pub(super) fn distances(a: &RowSums, mean: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// Cosines to the reference mean with the component removed from both;
-/// `None` when the mean lies along the component (nothing is left).
+/// Cosines to the reference mean with the component removed from both
+/// (the component's direction: `pc` need not be a unit vector, as after
+/// rounding); `None` when the mean lies along the component (nothing is
+/// left).
 pub(super) fn cosines(r: &RowSums, pc: &[f32], mean: &[f32]) -> Option<Vec<f32>> {
+    // With `pc` scaled to unit length, `r·c` becomes `r·pc / |pc|`.
+    let scale = sq(pc).sqrt().recip();
+    if !scale.is_finite() {
+        return None;
+    }
     let mc: f64 = mean
         .iter()
         .zip(pc)
         .map(|(&x, &c)| f64::from(x) * f64::from(c))
-        .sum();
+        .sum::<f64>()
+        * scale;
     let mm = sq(mean);
     let rest = (mm - mc * mc).max(0.0);
     if rest <= mm * 1e-10 || rest == 0.0 {
@@ -121,7 +129,7 @@ pub(super) fn cosines(r: &RowSums, pc: &[f32], mean: &[f32]) -> Option<Vec<f32>>
                 let (s, d, c) = (
                     f64::from(r.sq[i]),
                     f64::from(r.dot_ref[i]),
-                    f64::from(r.dot_pc[i]),
+                    f64::from(r.dot_pc[i]) * scale,
                 );
                 let len = (s - c * c).max(0.0).sqrt();
                 if len > 0.0 {
@@ -134,4 +142,29 @@ pub(super) fn cosines(r: &RowSums, pc: &[f32], mean: &[f32]) -> Option<Vec<f32>>
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cosines_take_the_component_as_a_direction() {
+        // Rows (3, 4, 0), (1, 0, 1) and (0, 0, 0); the mean (1, 1, 1); the
+        // component along x, as a unit vector and at 2.5 times its length.
+        let sums = |c: f32| RowSums {
+            sq: vec![25.0, 2.0, 0.0],
+            dot_ref: vec![7.0, 2.0, 0.0],
+            dot_pc: vec![3.0 * c, c, 0.0],
+            pending: Vec::new(),
+        };
+        let mean = [1.0, 1.0, 1.0];
+        let unit = cosines(&sums(1.0), &[1.0, 0.0, 0.0], &mean).unwrap();
+        // (0, 4, 0) and (0, 0, 1) against (0, 1, 1).
+        let half = std::f32::consts::FRAC_1_SQRT_2;
+        assert_eq!(unit, [half, half, 0.0]);
+        let long = cosines(&sums(2.5), &[2.5, 0.0, 0.0], &mean).unwrap();
+        assert_eq!(long, unit);
+        assert!(cosines(&sums(0.0), &[0.0; 3], &mean).is_none());
+    }
 }

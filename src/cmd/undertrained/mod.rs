@@ -19,6 +19,7 @@
 //! into the indicators.
 
 mod component;
+mod dpbf16;
 mod indicators;
 pub(crate) mod kernel;
 mod pass;

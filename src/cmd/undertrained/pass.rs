@@ -11,7 +11,10 @@
 //! f32 a block at a time. Nothing the size of the matrix is allocated
 //! beyond three f32 per row. The block work is compiled for AVX-512 and for
 //! AVX2, both with fused multiply-adds and the same sums bit for bit, and
-//! portable; the widest the CPU has runs (see `cpu::RowBuild`).
+//! portable; the widest the CPU has runs (see `cpu::RowBuild`). A BF16
+//! matrix dotted with two vectors of BF16 values (an untied head, see
+//! `plan`) is read with `vdpbf16ps` where the CPU has it (see `dpbf16`):
+//! the same products, summed in another order.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -24,6 +27,7 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search::{self, F32Column};
 
+use super::dpbf16::{self, Bf16Vectors};
 use super::kernel::{Bf16, dots_each};
 use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
 
@@ -152,7 +156,14 @@ pub(crate) fn sums(
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
-    sums_with(RowBuild::detect(), m, reference, pc, progress)
+    sums_with(
+        RowBuild::detect(),
+        dpbf16::available(),
+        m,
+        reference,
+        pc,
+        progress,
+    )
 }
 
 /// Every row of `m`, in pieces of a few MiB that [`catch_up`] shares
@@ -225,14 +236,24 @@ fn visit(
 }
 
 /// [`sums`] in the `build` given, so tests can compare them.
+/// With `bf16_dots`, a BF16 matrix dotted with both a mean known from the
+/// start and a component, both of BF16 values, is read by `vdpbf16ps`
+/// (see `dpbf16`).
 fn sums_with(
     build: RowBuild,
+    bf16_dots: bool,
     m: &Matrix,
     reference: &Mean,
     pc: Option<&[f32]>,
     progress: &Progress,
 ) -> RowSums {
     let columns: [F32Column; 3] = std::array::from_fn(|_| F32Column::zeros(m.rows()));
+    let paired = match (reference.get(), pc) {
+        (Some(Some(mean)), Some(pc)) if bf16_dots && m.dtype() == Dtype::BF16 => {
+            Bf16Vectors::new(mean, pc)
+        }
+        _ => None,
+    };
     let pending = search::scan(
         m,
         progress,
@@ -247,7 +268,10 @@ fn sums_with(
                 Some(mean) => mean.as_deref(),
             };
             run.block.clear();
-            visit(build, m, &mut run.buf, rows, mean, pc, &mut run.block);
+            match &paired {
+                Some(p) => dpbf16::rows(raw, p, &mut run.block),
+                None => visit(build, m, &mut run.buf, rows, mean, pc, &mut run.block),
+            }
             for (i, sums) in run.block.iter().enumerate() {
                 for (column, &x) in columns.iter().zip(sums) {
                     column.set(first + i, x);
@@ -273,6 +297,11 @@ fn sums_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bits of every sum (NaNs compare equal).
+    fn bits(s: &RowSums) -> [Vec<u32>; 3] {
+        [&s.sq, &s.dot_ref, &s.dot_pc].map(|x| x.iter().map(|y| y.to_bits()).collect())
+    }
 
     #[test]
     fn non_finite_rows_are_marked() {
@@ -315,6 +344,52 @@ mod tests {
     }
 
     #[test]
+    fn bf16_dots_take_only_bf16_vectors_and_sum_as_the_f32_loops_nearly() {
+        // 300 rows of 4096 BF16 values; a NaN in row 7.
+        let (rows, cols) = (300, 4096);
+        let mut values: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 25600.0)
+            .collect();
+        values[7 * cols + 9] = f32::NAN;
+        let bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+            .collect();
+        let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
+        let mean: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.3).sin() / 300.0).collect();
+        let pc: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.7).cos() / 45.0).collect();
+        let build = RowBuild::detect();
+        let run = |dots: bool, mean: &[f32], pc: &[f32]| {
+            let mean = OnceLock::from(Some(Aligned::copy_of(mean)));
+            sums_with(build, dots, &m, &mean, Some(pc), &Progress::hidden())
+        };
+        // Vectors of other values than BF16 ones: the f32 loops, always.
+        assert_eq!(bits(&run(true, &mean, &pc)), bits(&run(false, &mean, &pc)));
+        // Rounded ones: `vdpbf16ps` where the CPU has it, the same sums to
+        // their last bits.
+        let (mean, pc) = (dpbf16::rounded(&mean), dpbf16::rounded(&pc));
+        let (f32_loops, dots) = (run(false, &mean, &pc), run(true, &mean, &pc));
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        for i in 0..rows {
+            let (a, b) = (&f32_loops, &dots);
+            if i == 7 {
+                assert!(b.sq[i].is_nan() && b.dot_ref[i].is_nan() && b.dot_pc[i].is_nan());
+                continue;
+            }
+            let r = a.sq[i].sqrt();
+            assert!((a.sq[i] - b.sq[i]).abs() <= 1e-6 * a.sq[i], "row {i}");
+            assert!(
+                (a.dot_ref[i] - b.dot_ref[i]).abs() <= 1e-6 * r * norm(&mean),
+                "row {i}"
+            );
+            assert!(
+                (a.dot_pc[i] - b.dot_pc[i]).abs() <= 1e-6 * r * norm(&pc),
+                "row {i}"
+            );
+        }
+    }
+
+    #[test]
     fn every_build_agrees_and_the_fused_ones_to_the_bit() {
         // 70 rows of 100 BF16 values (several blocks of the scan would be
         // needed for more; one block exercises every build fully).
@@ -331,15 +406,11 @@ mod tests {
         let v: Vec<f32> = (0..cols).map(|j| 1.0 - j as f32 / 50.0).collect();
         let reference = OnceLock::from(Some(Aligned::copy_of(&reference)));
         let builds = RowBuild::all();
-        let run = |b: RowBuild| sums_with(b, &m, &reference, Some(&v), &Progress::hidden());
+        let run = |b: RowBuild| sums_with(b, false, &m, &reference, Some(&v), &Progress::hidden());
         let portable = run(*builds.last().unwrap());
         let want: f32 = m.row(3).iter().zip(&v).map(|(a, b)| a * b).sum();
         assert!((portable.dot_pc[3] - want).abs() < 1e-3 * want.abs().max(1.0));
         let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * a.abs().max(1.0);
-        let bits = |s: &RowSums| {
-            [&s.sq, &s.dot_ref, &s.dot_pc]
-                .map(|x| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>())
-        };
         let fused: Vec<RowSums> = builds
             .iter()
             .filter(|b| b.fused())

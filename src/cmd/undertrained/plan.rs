@@ -32,6 +32,7 @@ use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use super::component::{self, Component};
+use super::dpbf16;
 use super::indicators::{Indicators, cosines, distances, mean_of, norms};
 use super::reach;
 use super::reference::{self, Reference, ReferenceSpec};
@@ -290,7 +291,23 @@ fn head(
         (out.component_rows, out.component_iterations) = (c.rows, c.iterations);
         out.component_within_noise = c.within_noise;
     }
-    let pcv = pc.as_ref().map(|c| &c.v[..]);
+    // An untied head is dotted with both vectors rounded to BF16, on every
+    // CPU, so that those with AVX512_BF16 read it at the speed of the
+    // embedding's pass (see `dpbf16`): the cosines are then to the rounded
+    // mean, the rounded component removed, a difference in about their
+    // fifth digit. A tied head keeps them as they are, for the distances
+    // to the mean taken from the same sums.
+    let rounded = mean.zip(pc.as_ref()).filter(|_| !tied).map(|(m, c)| {
+        (
+            pass::Mean::from(Some(dpbf16::rounded(m))),
+            dpbf16::rounded(&c.v),
+        )
+    });
+    let (known, pcv) = match &rounded {
+        Some((m, c)) => (m, Some(&c[..])),
+        None => (known, pc.as_ref().map(|c| &c.v[..])),
+    };
+    let mean = known.get().and_then(Option::as_ref);
     let sums = clock.time("head pass", || pass::sums(h, known, pcv, bar));
     out.passes += 1;
     let ind = &mut out.ind;
