@@ -6,7 +6,10 @@
 #   benches/undertrained.sh [MODEL_DIR] [RUNS]
 #
 # With BASE=/path/to/another/embscope (an older build, say), each row is
-# also timed with it, interleaved with the same reads, on a `base` line.
+# also timed with it, interleaved with the same reads, on a `base` line;
+# with MASK=features (say `avx512bf16`, to time the f32 loops where the
+# head pass would use `vdpbf16ps`), with EMBSCOPE_CPU_MASK=features on a
+# `mask` line.
 #
 # MODEL_DIR defaults to /work/bench-data/llama3 (make one with
 # `cargo run --release --example gen-fixtures -- --llama3 DIR`). Each run is
@@ -118,6 +121,9 @@ for mode in "" "--no-reachable" "--matrix head" "--matrix embed"; do
     row "$EMB" "" "$mode"
     if [ -n "${BASE:-}" ]; then
         row "$BASE" "base " "$mode"
+    fi
+    if [ -n "${MASK:-}" ]; then
+        EMBSCOPE_CPU_MASK=$MASK row "$EMB" "mask " "$mode"
     fi
 done
 
