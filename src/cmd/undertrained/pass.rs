@@ -248,7 +248,7 @@ fn sums_with(
     progress: &Progress,
 ) -> RowSums {
     let columns: [F32Column; 3] = std::array::from_fn(|_| F32Column::zeros(m.rows()));
-    let paired = match (reference.get(), pc) {
+    let bf16_vectors = match (reference.get(), pc) {
         (Some(Some(mean)), Some(pc)) if bf16_dots && m.dtype() == Dtype::BF16 => {
             Bf16Vectors::new(mean, pc)
         }
@@ -268,7 +268,7 @@ fn sums_with(
                 Some(mean) => mean.as_deref(),
             };
             run.block.clear();
-            match &paired {
+            match &bf16_vectors {
                 Some(p) => dpbf16::rows(raw, p, &mut run.block),
                 None => visit(build, m, &mut run.buf, rows, mean, pc, &mut run.block),
             }
