@@ -116,11 +116,12 @@ impl Roles {
         let head = choose(ckpt, HEAD_NAMES, vocab, hidden);
         let written = ckpt.config.as_ref().and_then(|c| c.tie_word_embeddings);
         // GGUF has no tie flag: llama.cpp uses `token_embd` as the head
-        // when no `output.weight` is stored.
-        let resolved = if ckpt.format == WeightFormat::Gguf {
-            head.is_none()
-        } else {
-            ckpt.config.as_ref().is_none_or(|c| c.tie_resolved())
+        // when no `output.weight` is stored. Without a config.json (a bare
+        // file, Mistral's own layout) there is no flag either, and the
+        // files decide alike.
+        let resolved = match &ckpt.config {
+            Some(c) if ckpt.format != WeightFormat::Gguf => c.tie_resolved(),
+            _ => head.is_none(),
         };
         let is_lm = ckpt.config.as_ref().is_none_or(|c| {
             c.architectures.is_empty() || c.architectures.iter().any(|a| is_lm_architecture(a))

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture, fixture_copy, text};
+use crate::common::{embscope, fails, fixture, fixture_copy, json, text};
 
 /// Runs `check --json` with extra args; returns the exit code and the report.
 fn check(model: &str, extra: &[&str]) -> (i32, Value) {
@@ -290,4 +290,39 @@ fn without_tokenizer_json_the_config_files_still_declare_specials() {
     )
     .unwrap();
     fails(&["check", &model], "tokenizer_config.json");
+}
+
+#[test]
+fn without_a_config_the_files_decide_the_tie() {
+    // Regression: with no config.json (a bare file, or Mistral's own
+    // layout of `consolidated.safetensors` and `params.json`), a stored head
+    // counted as tied by a config, and `check` reported `tied-head-differs`
+    // ("config ties the head") while noting that it skipped the config's
+    // checks. A stored head is now untied; none, tied (as for GGUF).
+    let tmp = fixture_copy("untrained");
+    std::fs::remove_file(tmp.path().join("config.json")).unwrap();
+    let model = tmp.path().display().to_string();
+    let (code, v) = check(&model, &[]);
+    assert_eq!((code, &v["counts"]["error"]), (0, &Value::from(0)), "{v}");
+    assert!(codes(&v, |s| s == "info").contains("no-config"), "{v}");
+    let info = json(&["info", &model]);
+    assert_eq!(info["tie"]["status"], "untied", "{info}");
+    assert_eq!(info["tie"]["resolved"], false);
+    assert!(info["tie"]["config"].is_null());
+    assert!(
+        text(&["info", &model], 0).contains(
+            "untied (separate head stored); no config.json, so no tie flag (tied when no head is stored)"
+        )
+    );
+    // Both matrices are read as such: the head is the stored one.
+    let u = json(&["undertrained", &model, "--top", "2"]);
+    assert_eq!(
+        (&u["head"], u["passes"].as_u64()),
+        (&Value::from("lm_head.weight"), Some(2))
+    );
+    let bare = json(&["info", &fixture("dtypes/bf16.safetensors")]);
+    assert_eq!(
+        (&bare["tie"]["status"], &bare["tie"]["resolved"]),
+        (&Value::from("tied"), &Value::from(true))
+    );
 }

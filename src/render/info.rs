@@ -74,6 +74,10 @@ impl Human for InfoReport {
                 "{}; GGUF has no tie flag (tied when no `output.weight` is stored)",
                 self.tie.status.describe()
             ),
+            WeightFormat::Safetensors if self.config.is_none() => format!(
+                "{}; no config.json, so no tie flag (tied when no head is stored)",
+                self.tie.status.describe()
+            ),
             WeightFormat::Safetensors => format!(
                 "{}; tie_word_embeddings {written} as written, {} resolved",
                 self.tie.status.describe(),
