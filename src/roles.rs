@@ -83,7 +83,8 @@ impl TieStatus {
 /// Tie flag as written, as resolved, and what the file holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tie {
-    /// `tie_word_embeddings` as written in config.json (null when absent).
+    /// `tie_word_embeddings` as written in config.json, or `tied_embeddings`
+    /// in Mistral's params.json (null when absent).
     pub config: Option<bool>,
     /// The value transformers would use.
     pub resolved: bool,
@@ -116,13 +117,15 @@ impl Roles {
         let head = choose(ckpt, HEAD_NAMES, vocab, hidden);
         let written = ckpt.config.as_ref().and_then(|c| c.tie_word_embeddings);
         // GGUF has no tie flag: llama.cpp uses `token_embd` as the head
-        // when no `output.weight` is stored. Without a config.json (a bare
-        // file, Mistral's own layout) there is no flag either, and the
-        // files decide alike.
-        let resolved = match &ckpt.config {
-            Some(c) if ckpt.format != WeightFormat::Gguf => c.tie_resolved(),
-            _ => head.is_none(),
-        };
+        // when no `output.weight` is stored. Without a config (a bare file),
+        // or with a params.json that has no `tied_embeddings`, there is no
+        // flag either, and the files decide alike.
+        let resolved = ckpt
+            .config
+            .as_ref()
+            .filter(|_| ckpt.format != WeightFormat::Gguf)
+            .and_then(|c| c.tie_resolved())
+            .unwrap_or(head.is_none());
         let is_lm = ckpt.config.as_ref().is_none_or(|c| {
             c.architectures.is_empty() || c.architectures.iter().any(|a| is_lm_architecture(a))
         });

@@ -14,6 +14,7 @@ mod human;
 mod info;
 mod kernels;
 mod lookup;
+mod mistral_layout;
 mod neighbors;
 mod older_files;
 mod ollama;

@@ -1,6 +1,9 @@
 //! `config.json`, read leniently: unknown keys are fine, the keys embscope
 //! uses must have the expected types. Multimodal configs nest the language
-//! model under `text_config`; values are read from there first.
+//! model under `text_config`; values are read from there first. Without a
+//! config.json, Mistral's own `params.json` (beside `consolidated.safetensors`)
+//! is read the same way: `vocab_size`, `dim` (the hidden size) and
+//! `tied_embeddings`, its tie flag.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +11,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::{Error, Result};
+
+/// Mistral's own config file, read when there is no config.json.
+const PARAMS_JSON: &str = "params.json";
 
 /// What embscope needs from `config.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -41,14 +47,23 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
-    /// Reads `dir/config.json`; `Ok(None)` when there is none.
+    /// Reads `dir/config.json`, else Mistral's `dir/params.json`; `Ok(None)`
+    /// when there is neither.
     pub fn load(dir: &Path) -> Result<Option<ModelConfig>> {
-        let file = dir.join("config.json");
-        if !file.is_file() {
+        let Some(file) = ["config.json", PARAMS_JSON]
+            .map(|name| dir.join(name))
+            .into_iter()
+            .find(|f| f.is_file())
+        else {
             return Ok(None);
-        }
+        };
         let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
         Self::parse(&file, &text).map(Some)
+    }
+
+    /// Whether this is Mistral's `params.json` (see [`Self::load`]).
+    pub fn is_mistral_params(&self) -> bool {
+        self.file.file_name().is_some_and(|n| n == PARAMS_JSON)
     }
 
     /// Parses the text of a config file.
@@ -88,13 +103,19 @@ impl ModelConfig {
             }
         };
         // The tie flag is a model-level setting: the top level wins.
+        // Mistral's params.json calls it `tied_embeddings`.
+        let tie_key = if file.file_name().is_some_and(|n| n == PARAMS_JSON) {
+            "tied_embeddings"
+        } else {
+            "tie_word_embeddings"
+        };
         let tie = match top
-            .get("tie_word_embeddings")
-            .or_else(|| text_cfg.and_then(|t| t.get("tie_word_embeddings")))
+            .get(tie_key)
+            .or_else(|| text_cfg.and_then(|t| t.get(tie_key)))
         {
             None | Some(Value::Null) => None,
             Some(Value::Bool(b)) => Some(*b),
-            Some(v) => return Err(bad("tie_word_embeddings", "true or false", v)),
+            Some(v) => return Err(bad(tie_key, "true or false", v)),
         };
         let architectures = match top.get("architectures") {
             None | Some(Value::Null) => Vec::new(),
@@ -130,6 +151,10 @@ impl ModelConfig {
     /// a GGUF file the metadata key (`llama.vocab_size`,
     /// `llama.embedding_length` for the hidden size).
     pub fn describe(&self, key: &str) -> String {
+        if self.is_mistral_params() {
+            let key = if key == "hidden size" { "dim" } else { key };
+            return format!("{PARAMS_JSON} {key}");
+        }
         if !super::locate::is_gguf(&self.file) {
             return format!("config.json {key}");
         }
@@ -143,10 +168,16 @@ impl ModelConfig {
 
     /// `tie_word_embeddings` as transformers resolves it: the written value,
     /// else the default of the model family (true unless the family's config
-    /// class says false).
-    pub fn tie_resolved(&self) -> bool {
-        self.tie_word_embeddings
-            .unwrap_or_else(|| family_ties_by_default(self.model_type.as_deref()))
+    /// class says false). For Mistral's params.json, `tied_embeddings` as
+    /// written, else `None`: mistral-inference has no default to follow.
+    pub fn tie_resolved(&self) -> Option<bool> {
+        if self.is_mistral_params() {
+            return self.tie_word_embeddings;
+        }
+        Some(
+            self.tie_word_embeddings
+                .unwrap_or_else(|| family_ties_by_default(self.model_type.as_deref())),
+        )
     }
 }
 
@@ -231,7 +262,7 @@ mod tests {
         ] {
             let c = parse(json).unwrap();
             assert_eq!(c.tie_word_embeddings, written, "{json}");
-            assert_eq!(c.tie_resolved(), resolved, "{json}");
+            assert_eq!(c.tie_resolved(), Some(resolved), "{json}");
         }
     }
 

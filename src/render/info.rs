@@ -32,10 +32,11 @@ impl Human for InfoReport {
         }
         match &self.config {
             Some(c) => {
-                let mut kind = c
-                    .model_type
-                    .clone()
-                    .unwrap_or_else(|| "model_type ?".into());
+                let mut kind = match &c.model_type {
+                    Some(t) => t.clone(),
+                    None if c.is_mistral_params() => "Mistral params.json".into(),
+                    None => "model_type ?".into(),
+                };
                 if !c.architectures.is_empty() {
                     let _ = write!(kind, " ({})", c.architectures.join(", "));
                 }
@@ -78,6 +79,20 @@ impl Human for InfoReport {
                 "{}; no config.json, so no tie flag (tied when no head is stored)",
                 self.tie.status.describe()
             ),
+            WeightFormat::Safetensors
+                if self.config.as_ref().is_some_and(|c| c.is_mistral_params()) =>
+            {
+                match self.tie.config {
+                    Some(b) => format!(
+                        "{}; params.json tied_embeddings {b}",
+                        self.tie.status.describe()
+                    ),
+                    None => format!(
+                        "{}; params.json has no tied_embeddings (tied when no head is stored)",
+                        self.tie.status.describe()
+                    ),
+                }
+            }
             WeightFormat::Safetensors => format!(
                 "{}; tie_word_embeddings {written} as written, {} resolved",
                 self.tie.status.describe(),

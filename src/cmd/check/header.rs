@@ -252,6 +252,12 @@ fn hidden(s: &Subject, out: &mut Vec<Finding>) {
 fn tie(s: &Subject, out: &mut Vec<Finding>) {
     let tie = &s.roles.tie;
     let written = tie.config;
+    // Who ties the head at load: transformers for a config.json; for
+    // Mistral's params.json, its own loaders.
+    let loader = match &s.ckpt.config {
+        Some(c) if c.is_mistral_params() => "a loader that ties them",
+        _ => "transformers ties them at load and",
+    };
     match (tie.status, s.embedding, s.head) {
         (TieStatus::TiedHeadStored, Some(e), Some(h)) => {
             let evidence = json!({
@@ -276,7 +282,7 @@ fn tie(s: &Subject, out: &mut Vec<Finding>) {
                     Severity::Error,
                     "tied-head-differs",
                     format!(
-                        "config ties the head, but `{}` differs from `{}`: transformers ties them at load and ignores the stored head",
+                        "config ties the head, but `{}` differs from `{}`: {loader} ignores the stored head",
                         h.name, e.name
                     ),
                     evidence,

@@ -1,0 +1,177 @@
+//! Mistral's own layout (`consolidated.safetensors`, `params.json`, no
+//! config.json): `params.json` is read as the config (`vocab_size`, `dim`,
+//! `tied_embeddings`), a stored `output.weight` is the untied head unless
+//! `tied_embeddings` says otherwise, and a bad `params.json` is a one-line
+//! error naming it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use safetensors::tensor::{Dtype, TensorView};
+use serde_json::{Value, json};
+
+use crate::common::{embscope, fails, json as run_json, text};
+
+/// A model directory in Mistral's layout: 12 rows of 8 F32 values in
+/// `tok_embeddings.weight` and a different `output.weight`, with
+/// `params` as `params.json`.
+fn mistral_dir(params: &Value) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rows, cols) = (12, 8);
+    let bytes = |shift: f32| -> Vec<u8> {
+        (0..rows * cols)
+            .flat_map(|i| ((i as f32 * 0.37 + shift).sin()).to_le_bytes())
+            .collect()
+    };
+    let (embed, head) = (bytes(0.0), bytes(1.0));
+    safetensors::serialize_to_file(
+        [
+            (
+                "tok_embeddings.weight",
+                TensorView::new(Dtype::F32, vec![rows, cols], &embed).unwrap(),
+            ),
+            (
+                "output.weight",
+                TensorView::new(Dtype::F32, vec![rows, cols], &head).unwrap(),
+            ),
+        ],
+        None::<HashMap<String, String>>,
+        &tmp.path().join("consolidated.safetensors"),
+    )
+    .unwrap();
+    write(tmp.path(), "params.json", &params.to_string());
+    tmp
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+fn params() -> Value {
+    json!({"dim": 8, "n_layers": 1, "head_dim": 2, "hidden_dim": 16, "n_heads": 4,
+           "n_kv_heads": 2, "norm_eps": 1e-5, "vocab_size": 12, "rope_theta": 1e6})
+}
+
+/// `check --json`'s exit code and findings' codes.
+fn check(model: &str) -> (i32, Vec<String>, Value) {
+    let out = embscope()
+        .args(["--json", "check", model])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect();
+    (out.status.code().unwrap(), codes, v)
+}
+
+#[test]
+fn params_json_is_the_config_and_the_stored_head_is_untied() {
+    let tmp = mistral_dir(&params());
+    let model = tmp.path().display().to_string();
+    let info = run_json(&["info", &model]);
+    assert!(
+        info["config"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("params.json")
+    );
+    assert_eq!(
+        (
+            &info["config"]["vocab_size"],
+            &info["config"]["hidden_size"]
+        ),
+        (&json!(12), &json!(8))
+    );
+    assert_eq!(info["tie"]["status"], "untied", "{info}");
+    assert_eq!(info["head"]["name"], "output.weight");
+    let shown = text(&["info", &model], 0);
+    assert!(
+        shown.contains("Mistral params.json, vocab_size 12, hidden_size 8"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("untied (separate head stored); params.json has no tied_embeddings (tied when no head is stored)"),
+        "{shown}"
+    );
+    // The config's checks run, and find nothing.
+    let (code, codes, v) = check(&model);
+    assert_eq!(code, 0, "{v}");
+    assert!(
+        !codes
+            .iter()
+            .any(|c| c == "no-config" || c.starts_with("tied")),
+        "{codes:?}"
+    );
+    // The head is read as the head.
+    let n = run_json(&["neighbors", &model, "#3", "--matrix", "head", "-k", "2"]);
+    assert_eq!(n["matrix"], "output.weight", "{n}");
+}
+
+#[test]
+fn params_json_values_are_checked_against_the_matrices() {
+    let mut p = params();
+    p["vocab_size"] = json!(13);
+    p["dim"] = json!(16);
+    p["tied_embeddings"] = json!(true);
+    let tmp = mistral_dir(&p);
+    let (code, codes, v) = check(&tmp.path().display().to_string());
+    assert_eq!(code, 1, "{v}");
+    for want in [
+        "config-vocab-mismatch",
+        "hidden-size-mismatch",
+        "tied-head-differs",
+    ] {
+        assert!(codes.iter().any(|c| c == want), "{want}: {codes:?}");
+    }
+    let messages = v["findings"].to_string();
+    assert!(
+        messages.contains("params.json vocab_size is 13"),
+        "{messages}"
+    );
+    assert!(messages.contains("params.json dim is 16"), "{messages}");
+    assert!(
+        messages.contains("a loader that ties them ignores the stored head"),
+        "{messages}"
+    );
+}
+
+#[test]
+fn config_json_wins_over_params_json() {
+    // Mistral's repositories often hold both layouts.
+    let tmp = mistral_dir(&params());
+    write(
+        tmp.path(),
+        "config.json",
+        r#"{"model_type": "mistral", "vocab_size": 12, "hidden_size": 8}"#,
+    );
+    let info = run_json(&["info", &tmp.path().display().to_string()]);
+    assert!(
+        info["config"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("config.json")
+    );
+    assert_eq!(info["config"]["model_type"], "mistral");
+}
+
+#[test]
+fn a_bad_params_json_is_a_one_line_error() {
+    for (bad, needle) in [
+        ("{\"dim\": 8,", "params.json"),
+        ("[1, 2]", "params.json"),
+        (
+            r#"{"dim": 8, "vocab_size": 12, "tied_embeddings": "yes"}"#,
+            "`tied_embeddings`",
+        ),
+        (r#"{"dim": -8, "vocab_size": 12}"#, "`dim`"),
+    ] {
+        let tmp = mistral_dir(&params());
+        write(tmp.path(), "params.json", bad);
+        let err = fails(&["info", &tmp.path().display().to_string()], needle);
+        assert!(err.contains("params.json"), "{err}");
+    }
+}
