@@ -175,3 +175,22 @@ fn a_bad_params_json_is_a_one_line_error() {
         assert!(err.contains("params.json"), "{err}");
     }
 }
+
+#[test]
+fn mistral_tokenizer_files_are_named_as_not_read() {
+    let tmp = mistral_dir(&params());
+    write(tmp.path(), "tekken.json", "{}");
+    let model = tmp.path().display().to_string();
+    assert!(text(&["info", &model], 0).contains("no tokenizer.json (tekken.json not read)"));
+    fails(
+        &["neighbors", &model, "king"],
+        "only Mistral's tekken.json, which embscope does not read (many Mistral repositories also hold a tokenizer.json: put it beside them)",
+    );
+    // Rows by id need none.
+    let n = run_json(&["neighbors", &model, "#3", "-k", "2"]);
+    assert_eq!(
+        n["queries"][0]["results"].as_array().map(Vec::len),
+        Some(2),
+        "{n}"
+    );
+}

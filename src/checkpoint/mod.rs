@@ -77,7 +77,14 @@ const UNREAD_TOKENIZER_FILES: &[&str] = &[
     "vocab.txt",
     "vocab.json",
     "merges.txt",
+    MISTRAL_TOKENIZER_FILES[0],
+    MISTRAL_TOKENIZER_FILES[1],
 ];
+
+/// The tokenizer files of Mistral's own layout (tiktoken-style Tekken and
+/// SentencePiece v3), not read: many Mistral repositories also hold a
+/// tokenizer.json, which is.
+const MISTRAL_TOKENIZER_FILES: [&str; 2] = ["tekken.json", "tokenizer.model.v3"];
 
 /// `a`, `a and b`, `a, b and c`.
 fn and_list(names: &[&str]) -> String {
@@ -248,6 +255,10 @@ impl Checkpoint {
         match self.format {
             WeightFormat::Safetensors => match &self.unread_tokenizer_files()[..] {
                 [] => format!("no tokenizer.json in `{dir}`"),
+                unread if unread.iter().all(|f| MISTRAL_TOKENIZER_FILES.contains(f)) => format!(
+                    "no tokenizer.json in `{dir}`, only Mistral's {}, which embscope does not read (many Mistral repositories also hold a tokenizer.json: put it beside them)",
+                    and_list(unread),
+                ),
                 unread => format!(
                     "no tokenizer.json in `{dir}`, only {}, which embscope does not read (in Python, `transformers.AutoTokenizer.from_pretrained({py}).save_pretrained({py})` writes a tokenizer.json from {})",
                     and_list(unread),
