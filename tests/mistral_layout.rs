@@ -179,12 +179,12 @@ fn a_bad_params_json_is_a_one_line_error() {
 #[test]
 fn mistral_tokenizer_files_are_named_as_not_read() {
     let tmp = mistral_dir(&params());
-    write(tmp.path(), "tekken.json", "{}");
+    write(tmp.path(), "tokenizer.model.v3", "");
     let model = tmp.path().display().to_string();
-    assert!(text(&["info", &model], 0).contains("no tokenizer.json (tekken.json not read)"));
+    assert!(text(&["info", &model], 0).contains("no tokenizer.json (tokenizer.model.v3 not read)"));
     fails(
         &["neighbors", &model, "king"],
-        "only Mistral's tekken.json, which embscope does not read (many Mistral repositories also hold a tokenizer.json: put it beside them)",
+        "only Mistral's tokenizer.model.v3, which embscope does not read (many Mistral repositories also hold a tokenizer.json: put it beside them)",
     );
     // Rows by id need none.
     let n = run_json(&["neighbors", &model, "#3", "-k", "2"]);
@@ -193,4 +193,140 @@ fn mistral_tokenizer_files_are_named_as_not_read() {
         Some(2),
         "{n}"
     );
+}
+
+/// Tekken's pre-tokenizer pattern (Mistral Nemo's tekken.json).
+const TEKKEN_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// A tekken.json of the 256 bytes and `words` after them, with 30 special
+/// tokens (the file lists none: the 20 of older files, then fillers).
+fn tekken(words: &[&str]) -> Value {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let vocab: Vec<Value> = (0..=255u8)
+        .map(|b| vec![b])
+        .chain(words.iter().map(|w| w.as_bytes().to_vec()))
+        .enumerate()
+        .map(|(rank, b)| json!({"rank": rank, "token_bytes": b64(&b), "token_str": null}))
+        .collect();
+    json!({"config": {"pattern": TEKKEN_PATTERN, "num_vocab_tokens": vocab.len(),
+                      "default_vocab_size": 30 + vocab.len(), "default_num_special_tokens": 30,
+                      "version": "v3"},
+           "vocab": vocab})
+}
+
+/// A Mistral-layout model of `rows` rows with `tekken` as its tekken.json.
+fn tekken_dir(tekken: &Value, rows: usize) -> tempfile::TempDir {
+    let mut p = params();
+    p["vocab_size"] = json!(rows);
+    let tmp = mistral_dir(&p);
+    let (embed, cols) = (vec![0u8; rows * 8 * 4], 8);
+    safetensors::serialize_to_file(
+        [(
+            "tok_embeddings.weight",
+            TensorView::new(Dtype::F32, vec![rows, cols], &embed).unwrap(),
+        )],
+        None::<HashMap<String, String>>,
+        &tmp.path().join("consolidated.safetensors"),
+    )
+    .unwrap();
+    write(tmp.path(), "tekken.json", &tekken.to_string());
+    tmp
+}
+
+#[test]
+fn tekken_json_is_read_and_encodes_as_mistral_common_does() {
+    // The ids `mistral_common`'s `Tekkenizer.encode(text, bos=False,
+    // eos=False)` gives for this file (checked once by hand and with
+    // mistral_common 1.x; `benches/tekken_reference.py` compares Mistral
+    // Nemo's and Pixtral's real files): the special tokens at 0-29, byte b
+    // at 30 + b, "ar" 286, "Par" 287, "is" 288, "Paris" 289, " P" 290, " Par" 291.
+    let words = ["ar", "Par", "is", "Paris", " P", " Par"];
+    let tmp = tekken_dir(&tekken(&words), 292);
+    let model = tmp.path().display().to_string();
+    let ids = |t: &str| -> Vec<u64> {
+        let v = run_json(&["lookup", &model, &format!("--text={t}")]);
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids("Paris"), [289]);
+    assert_eq!(ids("Parisar"), [289, 286]);
+    assert_eq!(ids(" Par"), [291]);
+    assert_eq!(ids("Pas"), [110, 127, 145]);
+    assert_eq!(ids("Paris is"), [289, 62, 288]);
+    let rows = run_json(&[
+        "lookup", &model, "--id", "1", "--id", "20", "--id", "29", "--id", "291",
+    ]);
+    let tokens: Vec<&str> = rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["token"].as_str().unwrap())
+        .collect();
+    assert_eq!(tokens, ["<s>", "<SPECIAL_20>", "<SPECIAL_29>", " Par"]);
+    assert!(text(&["info", &model], 0).contains("tekken.json (converted as Tekkenizer)"));
+    // The fillers after the named special tokens are reserved placeholders.
+    let u = run_json(&["undertrained", &model, "--top", "0"]);
+    assert_eq!(u["reference"]["placeholders"], 10, "{u}");
+    // A file's own list of special tokens comes first.
+    let mut listed = tekken(&words);
+    listed["special_tokens"] = json!([{"rank": 0, "token_str": "<unk>", "is_control": true},
+                                      {"rank": 1, "token_str": "<s>", "is_control": true},
+                                      {"rank": 2, "token_str": "</s>", "is_control": true},
+                                      {"rank": 3, "token_str": "[THINK]", "is_control": true}]);
+    let tmp = tekken_dir(&listed, 292);
+    let rows = run_json(&[
+        "lookup",
+        &tmp.path().display().to_string(),
+        "--id",
+        "3",
+        "--id",
+        "4",
+    ]);
+    let tokens: Vec<&str> = rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["token"].as_str().unwrap())
+        .collect();
+    assert_eq!(tokens, ["[THINK]", "<SPECIAL_4>"]);
+}
+
+#[test]
+fn a_bad_tekken_json_is_a_one_line_error() {
+    let good = tekken(&["ar"]);
+    let mut cases: Vec<(Value, &str)> = Vec::new();
+    let mut v = good.clone();
+    v["vocab"][300 - 44]["token_bytes"] = json!("not base64!");
+    cases.push((v, "is not base64"));
+    let mut v = good.clone();
+    v["vocab"][5]["rank"] = json!(6);
+    cases.push((v, "`vocab[5]` has rank 6"));
+    let mut v = good.clone();
+    v["config"]["default_vocab_size"] = json!(400);
+    cases.push((v, "fewer than the 370"));
+    let mut v = good.clone();
+    v["vocab"][256]["token_bytes"] = json!("YQ==");
+    cases.push((v, "`vocab[256]` repeats the bytes of an earlier entry"));
+    let mut v = good.clone();
+    v["special_tokens"] = json!({"rank": 0});
+    cases.push((v, "`special_tokens` is not a list"));
+    let mut v = good.clone();
+    v["config"]["default_num_special_tokens"] = json!(5);
+    cases.push((v, "20 special tokens, more than"));
+    let mut v = good;
+    v["config"]["pattern"] = json!(7);
+    cases.push((v, "`config.pattern` is not a string"));
+    for (bad, needle) in cases {
+        let tmp = tekken_dir(&bad, 287);
+        let err = fails(
+            &["lookup", &tmp.path().display().to_string(), "--token", "ar"],
+            needle,
+        );
+        assert!(err.contains("tekken.json"), "{err}");
+    }
 }

@@ -78,13 +78,12 @@ const UNREAD_TOKENIZER_FILES: &[&str] = &[
     "vocab.json",
     "merges.txt",
     MISTRAL_TOKENIZER_FILES[0],
-    MISTRAL_TOKENIZER_FILES[1],
 ];
 
-/// The tokenizer files of Mistral's own layout (tiktoken-style Tekken and
-/// SentencePiece v3), not read: many Mistral repositories also hold a
-/// tokenizer.json, which is.
-const MISTRAL_TOKENIZER_FILES: [&str; 2] = ["tekken.json", "tokenizer.model.v3"];
+/// The tokenizer file of Mistral's own layout that is not read
+/// (SentencePiece v3; its `tekken.json` is): many Mistral repositories also
+/// hold a tokenizer.json, which is.
+const MISTRAL_TOKENIZER_FILES: [&str; 1] = ["tokenizer.model.v3"];
 
 /// `a`, `a and b`, `a, b and c`.
 fn and_list(names: &[&str]) -> String {

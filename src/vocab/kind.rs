@@ -24,14 +24,20 @@ pub enum TokenKind {
 }
 
 /// Reserved placeholder entries, untrained by design: BERT's `[unused12]`,
-/// Llama 3's `<|reserved_special_token_3|>`, Gemma's `<unused5>`. T5's
+/// Llama 3's `<|reserved_special_token_3|>`, Gemma's `<unused5>`, Mistral's
+/// `<SPECIAL_42>` (the fillers after its named special tokens). T5's
 /// `<extra_id_N>` sentinels are not among them: span corruption trains them.
 /// Takes the token as text or as bytes.
 pub fn is_placeholder(token: impl AsRef<[u8]>) -> bool {
     let t = token.as_ref();
+    let mistral = t
+        .strip_prefix(b"<SPECIAL_")
+        .and_then(|rest| rest.strip_suffix(b">"))
+        .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit));
     (t.starts_with(b"[unused") && t.ends_with(b"]"))
         || (t.starts_with(b"<unused") && t.ends_with(b">"))
         || (t.starts_with(b"<|reserved") && t.ends_with(b"|>"))
+        || mistral
 }
 
 /// The text of an entry, as bytes.
@@ -140,6 +146,7 @@ mod tests {
             "[unused993]",
             "<unused5>",
             "<|reserved_special_token_250|>",
+            "<SPECIAL_20>",
         ] {
             assert!(is_placeholder(t), "{t}");
         }
@@ -149,6 +156,9 @@ mod tests {
             "[UNK]",
             "<|begin_of_text|>",
             "##unused",
+            "<SPECIAL_>",
+            "<SPECIAL_x1>",
+            "[SPECIAL_3]",
         ] {
             assert!(!is_placeholder(t), "{t}");
         }

@@ -53,6 +53,11 @@ const fn byte_to_char_table() -> [char; 256] {
     table
 }
 
+/// The byte-level char standing for byte `b` (GPT-2's `bytes_to_unicode`).
+pub(crate) fn byte_to_char(b: u8) -> char {
+    BYTE_TO_CHAR[usize::from(b)]
+}
+
 /// The byte a byte-level char stands for, if it is one of the 256.
 pub(crate) fn byte_level_char_to_byte(c: char) -> Option<u8> {
     let code = c as u32;

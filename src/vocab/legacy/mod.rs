@@ -3,7 +3,7 @@
 //! `vocab.json` + `merges.txt` (GPT-2, RoBERTa and theirs), and the pieces
 //! of a SentencePiece `tokenizer.model` (encoded as `LlamaTokenizer`
 //! does, for that class) or of a T5 class's `spiece.model` with T5's
-//! sentinels (see `spm`).
+//! sentinels (see `spm`); and Mistral's `tekken.json` (see `tekken`).
 //!
 //! They are turned, in memory, into the tokenizer.json that `transformers`
 //! writes for them (`AutoTokenizer.from_pretrained(dir)` runs the
@@ -22,6 +22,7 @@
 mod classes;
 mod files;
 mod spm;
+mod tekken;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -73,7 +74,7 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
     let settings = Settings::read(dir)?;
     let name = class_name(settings.tok_config.as_ref(), config);
     let Some((layout, class)) = choose(dir, name.as_deref()) else {
-        return Ok(None);
+        return tekken::convert(dir);
     };
     let mut files: Vec<PathBuf> = layout.files().iter().map(|f| dir.join(f)).collect();
     let vocab = match layout {

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Checks embscope's reading of Mistral's tekken.json against
+mistral_common, the library Mistral's own tools encode with.
+
+    pip install mistral-common
+    python3 benches/tekken_reference.py [target/release/embscope]
+
+Each tekken.json that mistral_common ships (Mistral Nemo's, Pixtral's) is
+put in a temporary model directory beside a small random
+`consolidated.safetensors` with as many rows as its vocabulary; then, for
+texts in several scripts, code, numbers, odd whitespace and emoji, and for
+the token strings of a sample of ids, the ids of `embscope lookup --text`
+are compared with `Tekkenizer.encode(text, bos=False, eos=False)`, and the
+token strings of `embscope lookup --id` with `Tekkenizer.id_to_piece`.
+Prints one line per file and every difference; exits 1 on any.
+"""
+
+import json
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+import mistral_common
+
+EMBSCOPE = sys.argv[1] if len(sys.argv) > 1 else "target/release/embscope"
+
+TEXTS = [
+    "Hello, world! Paris is the capital of France.",
+    "  leading spaces and trailing   ",
+    "line one\nline two\r\n\n\tindented",
+    "Numbers: 1234567890, 3.14159, -42, 1e-9, 2026-11-26",
+    "def f(x):\n    return x ** 2  # square\n",
+    "fn main() { println!(\"{}\", 1 + 2); }",
+    "Größenordnung, naïve café, Ærøskøbing",
+    "Москва — столица России.",
+    "東京は日本の首都です。北京是中国的首都。",
+    "서울은 한국의 수도입니다.",
+    "مرحبا بالعالم",
+    "नमस्ते दुनिया",
+    "emoji 🙂🚀👩‍👩‍👧 and ZWJ",
+    "URLs: https://example.com/a?b=c&d=e#frag",
+    "CAPS LOCK and MiXeD cAsE and camelCaseWords",
+    "'s 're 've 'll 'd n't",
+    "tabs\t\tand\u00a0non-breaking\u2009spaces",
+    "\u0001\u0002 control chars",
+    "a" * 300,
+    " ".join(str(i) for i in range(100)),
+]
+
+
+def model_dir(tekken: Path, rows: int, root: Path) -> Path:
+    d = root / tekken.stem
+    d.mkdir()
+    (d / "tekken.json").write_bytes(tekken.read_bytes())
+    cols = 2
+    header = json.dumps(
+        {"tok_embeddings.weight": {"dtype": "F32", "shape": [rows, cols], "data_offsets": [0, rows * cols * 4]}}
+    ).encode()
+    header += b" " * (-len(header) % 8)
+    with open(d / "consolidated.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + bytes(rows * cols * 4))
+    (d / "params.json").write_text(json.dumps({"dim": cols, "vocab_size": rows}))
+    return d
+
+
+def embscope(*args):
+    out = subprocess.run([EMBSCOPE, "--json", *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr.strip()
+    return json.loads(out.stdout), None
+
+
+def main():
+    data = Path(mistral_common.__file__).parent / "data"
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for tekken in sorted(data.glob("tekken_*.json")):
+            tok = Tekkenizer.from_file(tekken)
+            d = model_dir(tekken, tok.n_words, Path(tmp))
+            rng = random.Random(7)
+            ids = sorted(rng.sample(range(tok.num_special_tokens, tok.n_words), 40))
+            texts = TEXTS + [tok.id_to_piece(i) for i in ids if "\ufffd" not in tok.id_to_piece(i)]
+            diffs = 0
+            for text in texts:
+                want = tok.encode(text, bos=False, eos=False)
+                got, err = embscope("lookup", str(d), f"--text={text}")
+                got = [r["id"] for r in got["rows"]] if got else err
+                if got != want:
+                    diffs += 1
+                    print(f"  {tekken.name}: {text!r}: embscope {got} mistral_common {want}")
+            pieces, err = embscope("lookup", str(d), *[f"--id={i}" for i in [0, 1, 2, 999] + ids])
+            for row in (pieces or {}).get("rows", []):
+                want = tok.id_to_piece(row["id"])
+                if row["token"] != want and "\ufffd" not in want:
+                    diffs += 1
+                    print(f"  {tekken.name}: id {row['id']}: embscope {row['token']!r} mistral_common {want!r}")
+            print(f"{tekken.name}: {len(texts)} texts, {len(ids) + 4} ids, {tok.n_words} tokens: {diffs} differences")
+            bad += diffs
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
