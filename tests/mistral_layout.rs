@@ -308,7 +308,7 @@ fn a_bad_tekken_json_is_a_one_line_error() {
     cases.push((v, "`vocab[5]` has rank 6"));
     let mut v = good.clone();
     v["config"]["default_vocab_size"] = json!(400);
-    cases.push((v, "fewer than the 370"));
+    cases.push((v, "leaves 370 after the special tokens"));
     let mut v = good.clone();
     v["vocab"][256]["token_bytes"] = json!("YQ==");
     cases.push((v, "`vocab[256]` repeats the bytes of an earlier entry"));

@@ -16,7 +16,7 @@
 //! `ignore_merges`, after a `Split` on the pattern; `<s>` before the text,
 //! as Mistral's tokenizers add it.
 
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -145,7 +145,7 @@ fn specials(doc: &File, count: usize) -> std::result::Result<Vec<String>, String
         ));
     }
     out.extend((out.len()..count).map(|i| format!("<SPECIAL_{i}>")));
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::default();
     if let Some(dup) = out.iter().find(|s| !seen.insert(s.as_str())) {
         return Err(format!("special token {dup:?} is listed twice"));
     }
@@ -155,13 +155,12 @@ fn specials(doc: &File, count: usize) -> std::result::Result<Vec<String>, String
 /// The bytes of the first `count` vocabulary entries, in rank order.
 fn tokens(doc: &File, count: usize) -> std::result::Result<Vec<Vec<u8>>, String> {
     let list = doc.vocab.as_ref().ok_or("no `vocab` list")?;
-    if list.len() < count {
+    if list.len() < count || count < 256 {
         return Err(format!(
-            "`vocab` has {} entries, fewer than the {count} that `config.default_vocab_size` leaves after the special tokens",
+            "`vocab` has {} entries and `config.default_vocab_size` leaves {count} after the special tokens; both must be at least 256 (the bytes), the first at least the second",
             list.len()
         ));
     }
-    let mut seen = HashMap::with_capacity_and_hasher(count, Default::default());
     let mut out = Vec::with_capacity(count);
     for (i, t) in list[..count].iter().enumerate() {
         let (Some(rank), Some(encoded)) = (t.rank, t.token_bytes.as_deref()) else {
@@ -179,16 +178,12 @@ fn tokens(doc: &File, count: usize) -> std::result::Result<Vec<Vec<u8>>, String>
                 bytes.len()
             ));
         }
-        if seen.insert(bytes.clone(), i).is_some() {
-            return Err(format!(
-                "`vocab[{i}]` repeats the bytes of an earlier entry"
-            ));
-        }
         out.push(bytes);
     }
-    if count < 256 {
+    let mut seen = HashSet::with_capacity_and_hasher(count, Default::default());
+    if let Some(i) = out.iter().position(|t| !seen.insert(t.as_slice())) {
         return Err(format!(
-            "{count} vocabulary entries, fewer than the 256 bytes"
+            "`vocab[{i}]` repeats the bytes of an earlier entry"
         ));
     }
     Ok(out)
