@@ -16,8 +16,13 @@ use crate::common::{embscope, fails, json as run_json, text};
 /// `tok_embeddings.weight` and a different `output.weight`, with
 /// `params` as `params.json`.
 fn mistral_dir(params: &Value) -> tempfile::TempDir {
+    mistral_dir_of(params, 12)
+}
+
+/// [`mistral_dir`] with `rows` rows.
+fn mistral_dir_of(params: &Value, rows: usize) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    let (rows, cols) = (12, 8);
+    let cols = 8;
     let bytes = |shift: f32| -> Vec<u8> {
         (0..rows * cols)
             .flat_map(|i| ((i as f32 * 0.37 + shift).sin()).to_le_bytes())
@@ -219,17 +224,7 @@ fn tekken(words: &[&str]) -> Value {
 fn tekken_dir(tekken: &Value, rows: usize) -> tempfile::TempDir {
     let mut p = params();
     p["vocab_size"] = json!(rows);
-    let tmp = mistral_dir(&p);
-    let (embed, cols) = (vec![0u8; rows * 8 * 4], 8);
-    safetensors::serialize_to_file(
-        [(
-            "tok_embeddings.weight",
-            TensorView::new(Dtype::F32, vec![rows, cols], &embed).unwrap(),
-        )],
-        None::<HashMap<String, String>>,
-        &tmp.path().join("consolidated.safetensors"),
-    )
-    .unwrap();
+    let tmp = mistral_dir_of(&p, rows);
     write(tmp.path(), "tekken.json", &tekken.to_string());
     tmp
 }
@@ -258,16 +253,19 @@ fn tekken_json_is_read_and_encodes_as_mistral_common_does() {
     assert_eq!(ids(" Par"), [291]);
     assert_eq!(ids("Pas"), [110, 127, 145]);
     assert_eq!(ids("Paris is"), [289, 62, 288]);
-    let rows = run_json(&[
-        "lookup", &model, "--id", "1", "--id", "20", "--id", "29", "--id", "291",
-    ]);
-    let tokens: Vec<&str> = rows["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["token"].as_str().unwrap())
-        .collect();
-    assert_eq!(tokens, ["<s>", "<SPECIAL_20>", "<SPECIAL_29>", " Par"]);
+    // The token strings of rows by id.
+    let tokens = |model: &str, ids: &[u32]| -> Vec<String> {
+        let mut args = vec!["lookup".to_string(), model.to_string()];
+        args.extend(ids.iter().map(|id| format!("--id={id}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let rows = run_json(&args);
+        let rows = rows["rows"].as_array().unwrap();
+        rows.iter()
+            .map(|r| r["token"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let got = tokens(&model, &[1, 20, 29, 291]);
+    assert_eq!(got, ["<s>", "<SPECIAL_20>", "<SPECIAL_29>", " Par"]);
     assert!(text(&["info", &model], 0).contains("tekken.json (converted as Tekkenizer)"));
     // The fillers after the named special tokens are reserved placeholders.
     let u = run_json(&["undertrained", &model, "--top", "0"]);
@@ -279,21 +277,8 @@ fn tekken_json_is_read_and_encodes_as_mistral_common_does() {
                                       {"rank": 2, "token_str": "</s>", "is_control": true},
                                       {"rank": 3, "token_str": "[THINK]", "is_control": true}]);
     let tmp = tekken_dir(&listed, 292);
-    let rows = run_json(&[
-        "lookup",
-        &tmp.path().display().to_string(),
-        "--id",
-        "3",
-        "--id",
-        "4",
-    ]);
-    let tokens: Vec<&str> = rows["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["token"].as_str().unwrap())
-        .collect();
-    assert_eq!(tokens, ["[THINK]", "<SPECIAL_4>"]);
+    let got = tokens(&tmp.path().display().to_string(), &[3, 4]);
+    assert_eq!(got, ["[THINK]", "<SPECIAL_4>"]);
 }
 
 #[test]
