@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use candle_core::quantized::gguf_file::Value;
 
 use super::entries::Entries;
-use super::gguf_tokenizer::is_llama3;
+use super::gguf_tokenizer::whole_pieces_and_bos;
 use super::readable::TokenStyle;
 use super::{AddedToken, SpecialDecl, Vocab, parse};
 use crate::error::{Error, Result};
@@ -332,7 +332,7 @@ impl Vocab {
             "llama" => (true, false, false, true),
             "bert" => (true, false, true, false),
             "t5" => (false, true, false, true),
-            "gpt2" => (pre.is_some_and(is_llama3), false, false, false),
+            "gpt2" => (pre.is_some_and(whole_pieces_and_bos), false, false, false),
             _ => (false, false, false, false),
         };
         let flag = |key: &str, default: bool| -> Result<bool> {

@@ -395,13 +395,44 @@ fn missing_model_key_reads_plain() {
 
 #[test]
 fn unsupported_pre_tokenizer_is_named() {
-    let vocab = load(&gpt2_meta("tekken"));
+    let vocab = load(&gpt2_meta("bloom"));
     assert_eq!(
         vocab.encode("hello", false).unwrap_err().to_string(),
-        "`model.gguf`: cannot encode text: GGUF pre-tokenizer \"tekken\" (tokenizer.ggml.pre) \
+        "`model.gguf`: cannot encode text: GGUF pre-tokenizer \"bloom\" (tokenizer.ggml.pre) \
          is not supported; use --id or --token"
     );
     assert_eq!(vocab.readable(264).as_deref(), Some(" world"));
+}
+
+#[test]
+fn tekken_splits_case_runs_and_starts_with_bos() {
+    // Mistral Nemo's GGUF files: Tekken's split, whole pieces first, and
+    // bos by default as llama.cpp's `tekken` branch sets it. Tekken splits
+    // "helloWorld" at the case change (GPT-2's split keeps one piece) and
+    // digits one by one.
+    let vocab = load(&gpt2_meta("tekken"));
+    assert_eq!(vocab.encode("hello world", false).unwrap(), vec![259, 264]);
+    assert_eq!(
+        vocab.encode("hello world", true).unwrap(),
+        vec![267, 259, 264]
+    );
+    let pieces = |pre: &str| {
+        let vocab = load(&gpt2_meta(pre));
+        let recipe = vocab.gguf.as_deref().unwrap();
+        let t = crate::vocab::gguf_tokenizer::build(recipe, &vocab).unwrap();
+        let pre = t.get_pre_tokenizer().unwrap();
+        let mut s = tokenizers::PreTokenizedString::from("helloWorld 12");
+        tokenizers::PreTokenizer::pre_tokenize(pre, &mut s).unwrap();
+        s.get_splits(
+            tokenizers::OffsetReferential::Original,
+            tokenizers::OffsetType::Byte,
+        )
+        .into_iter()
+        .map(|(p, _, _)| p.to_string())
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(pieces("tekken"), ["hello", "World", "Ġ", "1", "2"]);
+    assert_eq!(pieces("gpt-2"), ["helloWorld", "Ġ12"]);
 }
 
 #[test]

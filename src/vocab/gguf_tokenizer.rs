@@ -4,9 +4,9 @@
 //!
 //! - `gpt2`: byte-level BPE from `tokens` + `merges`, split first by the
 //!   regex `tokenizer.ggml.pre` names (llama.cpp's `llama-vocab.cpp` list:
-//!   the Llama 3, Qwen 2, GPT-2 and StarCoder families and llama.cpp's
-//!   `default`); the Llama 3 family also takes a whole-word entry before
-//!   merging (`ignore_merges`) and starts with bos.
+//!   the Llama 3, Qwen 2, GPT-2 and StarCoder families, Mistral's Tekken
+//!   and llama.cpp's `default`); the Llama 3 family and Tekken also take a
+//!   whole-word entry before merging (`ignore_merges`) and start with bos.
 //! - `llama` (SentencePiece): BPE with byte fallback whose merges are
 //!   derived from `scores` (a pair merges when the joined piece is an entry;
 //!   higher score first), as `LlamaConverter` does, which reproduces
@@ -36,6 +36,10 @@ use super::merge_fit;
 const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 /// Llama 3's split, as in its tokenizer.json.
 const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Mistral's Tekken split (Mistral Nemo and later), as in its
+/// tokenizer.json and tekken.json (llama.cpp writes it with lookaheads
+/// for `std::regex`).
+const TEKKEN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Qwen 2's split: Llama 3's with single digits.
 const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
@@ -43,15 +47,20 @@ const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N
 /// with `ignore_merges` and a leading bos.
 const LLAMA3_NAMES: [&str; 4] = ["llama3", "llama-v3", "llama-bpe", "falcon3"];
 
+/// Mistral's Tekken pre-tokenizer name, also encoded with `ignore_merges`
+/// and a leading bos.
+const TEKKEN_NAME: &str = "tekken";
+
 /// The regexes `pre` splits text with, applied in turn (each splits the
 /// pieces of the previous one, keeping matches and gaps), by the names
 /// llama.cpp's `llama-vocab.cpp` gives them; `None` for the others
-/// (DeepSeek's, Tekken's, BLOOM's, ...).
+/// (DeepSeek's, BLOOM's, ...).
 fn pre_regexes(pre: Option<&str>) -> Option<&'static [&'static str]> {
     Some(match pre {
         Some(p) if is_llama3(p) => &[LLAMA3],
         Some("dbrx" | "smaug-bpe") => &[LLAMA3],
         Some("qwen2" | "stablelm2" | "megrez") => &[QWEN2],
+        Some(TEKKEN_NAME) => &[TEKKEN],
         Some(
             "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v1-en" | "jina-v2-es"
             | "jina-v2-de" | "jina-v2-code" | "roberta-bpe" | "mpt" | "olmo" | "jais",
@@ -68,11 +77,17 @@ fn pre_regexes(pre: Option<&str>) -> Option<&'static [&'static str]> {
     })
 }
 
-/// Whether `pre` names a pre-tokenizer of the Llama 3 family, which
-/// llama.cpp encodes with `ignore_merges` and, when
-/// `tokenizer.ggml.add_bos_token` is absent, starts with bos.
-pub(crate) fn is_llama3(pre: &str) -> bool {
+/// Whether `pre` names a pre-tokenizer of the Llama 3 family.
+fn is_llama3(pre: &str) -> bool {
     LLAMA3_NAMES.contains(&pre)
+}
+
+/// Whether llama.cpp encodes with `pre` (the Llama 3 family's and
+/// Tekken's) with `ignore_merges` (a piece that is an entry is taken
+/// whole) and, when `tokenizer.ggml.add_bos_token` is absent, starts with
+/// bos.
+pub(crate) fn whole_pieces_and_bos(pre: &str) -> bool {
+    is_llama3(pre) || pre == TEKKEN_NAME
 }
 
 /// The message for a vocabulary that cannot encode text.
@@ -105,7 +120,7 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
             if let Some(why) = unfit {
                 return Err(failed(&why));
             }
-            let ignore_merges = recipe.pre.as_deref().is_some_and(is_llama3);
+            let ignore_merges = recipe.pre.as_deref().is_some_and(whole_pieces_and_bos);
             let model = BPE::builder()
                 .vocab_and_merges(vocab_map(vocab, |_| true), merges)
                 .ignore_merges(ignore_merges)
