@@ -16,11 +16,11 @@
 //! `ignore_merges`, after a `Split` on the pattern; `<s>` before the text,
 //! as Mistral's tokenizers add it.
 
-use foldhash::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
 use base64::Engine as _;
+use foldhash::{HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::Made;
@@ -30,7 +30,7 @@ use crate::vocab::parse::MAX_ID;
 use crate::vocab::readable::byte_to_char;
 
 /// The file read.
-pub(super) const FILE: &str = "tekken.json";
+const FILE: &str = "tekken.json";
 
 /// `Tekkenizer.DEPRECATED_SPECIAL_TOKENS`: the special tokens of files
 /// without a `special_tokens` list, at ids 0 to 19.
