@@ -303,6 +303,9 @@ fn a_bad_tekken_json_is_a_one_line_error() {
     let mut v = good.clone();
     v["config"]["default_num_special_tokens"] = json!(5);
     cases.push((v, "20 special tokens, more than"));
+    let mut v = good.clone();
+    v["config"]["default_num_special_tokens"] = json!(1 << 20);
+    cases.push((v, "more than the 65536 embscope reads"));
     let mut v = good;
     v["config"]["pattern"] = json!(7);
     cases.push((v, "`config.pattern` is not a string"));

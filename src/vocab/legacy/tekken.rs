@@ -32,6 +32,10 @@ use crate::vocab::readable::byte_to_char;
 /// The file read.
 const FILE: &str = "tekken.json";
 
+/// The most special tokens read: Mistral's files have 1,000; a hostile
+/// file must not make millions of fillers.
+const MAX_SPECIALS: usize = 1 << 16;
+
 /// `Tekkenizer.DEPRECATED_SPECIAL_TOKENS`: the special tokens of files
 /// without a `special_tokens` list, at ids 0 to 19.
 const DEPRECATED_SPECIAL_TOKENS: [&str; 20] = [
@@ -88,6 +92,11 @@ pub(super) fn convert(dir: &Path) -> Result<Option<Made>> {
         .get("pattern")
         .and_then(Value::as_str)
         .ok_or_else(|| bad("`config.pattern` is not a string".into()))?;
+    if specials_count > MAX_SPECIALS {
+        return Err(bad(format!(
+            "`config.default_num_special_tokens` is {specials_count}, more than the {MAX_SPECIALS} embscope reads"
+        )));
+    }
     let Some(inner) = size.checked_sub(specials_count) else {
         return Err(bad(format!(
             "`config.default_vocab_size` {size} is below `config.default_num_special_tokens` {specials_count}"
