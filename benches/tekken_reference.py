@@ -120,6 +120,20 @@ def embscope(*args):
     return json.loads(out.stdout), None
 
 
+def encodings_differ(model: Path, tok, texts) -> int:
+    """Compares the ids of `lookup --text` on `model` with `tok`'s for each
+    text; prints each difference, returns their count."""
+    diffs = 0
+    for text in texts:
+        want = tok.encode(text, bos=False, eos=False)
+        got, err = embscope("lookup", str(model), f"--text={text}")
+        got = [r["id"] for r in got["rows"]] if got else err
+        if got != want:
+            diffs += 1
+            print(f"  {model.name}: {text!r}: embscope {got} mistral_common {want}")
+    return diffs
+
+
 def main():
     data = Path(mistral_common.__file__).parent / "data"
     bad = 0
@@ -130,14 +144,7 @@ def main():
             rng = random.Random(7)
             ids = sorted(rng.sample(range(tok.num_special_tokens, tok.n_words), 40))
             texts = TEXTS + [tok.id_to_piece(i) for i in ids if "\ufffd" not in tok.id_to_piece(i)]
-            diffs = 0
-            for text in texts:
-                want = tok.encode(text, bos=False, eos=False)
-                got, err = embscope("lookup", str(d), f"--text={text}")
-                got = [r["id"] for r in got["rows"]] if got else err
-                if got != want:
-                    diffs += 1
-                    print(f"  {tekken.name}: {text!r}: embscope {got} mistral_common {want}")
+            diffs = encodings_differ(d, tok, texts)
             pieces, err = embscope("lookup", str(d), *[f"--id={i}" for i in [0, 1, 2, 999] + ids])
             for row in (pieces or {}).get("rows", []):
                 want = tok.id_to_piece(row["id"])
@@ -147,14 +154,7 @@ def main():
             print(f"{tekken.name}: {len(texts)} texts, {len(ids) + 4} ids, {tok.n_words} tokens: {diffs} differences")
             as_gguf = Path(tmp) / f"{tekken.stem}.gguf"
             if gguf_file(tekken, tok, as_gguf):
-                gguf_diffs = 0
-                for text in TEXTS:
-                    want = tok.encode(text, bos=False, eos=False)
-                    got, err = embscope("lookup", str(as_gguf), f"--text={text}")
-                    got = [r["id"] for r in got["rows"]] if got else err
-                    if got != want:
-                        gguf_diffs += 1
-                        print(f"  {as_gguf.name}: {text!r}: embscope {got} mistral_common {want}")
+                gguf_diffs = encodings_differ(as_gguf, tok, TEXTS)
                 print(f"{as_gguf.name} (pre `tekken`): {len(TEXTS)} texts: {gguf_diffs} differences")
                 diffs += gguf_diffs
             bad += diffs
