@@ -63,7 +63,7 @@ impl ModelConfig {
 
     /// Whether this is Mistral's `params.json` (see [`Self::load`]).
     pub fn is_mistral_params(&self) -> bool {
-        self.file.file_name().is_some_and(|n| n == PARAMS_JSON)
+        is_params_json(&self.file)
     }
 
     /// Parses the text of a config file.
@@ -104,7 +104,7 @@ impl ModelConfig {
         };
         // The tie flag is a model-level setting: the top level wins.
         // Mistral's params.json calls it `tied_embeddings`.
-        let tie_key = if file.file_name().is_some_and(|n| n == PARAMS_JSON) {
+        let tie_key = if is_params_json(file) {
             "tied_embeddings"
         } else {
             "tie_word_embeddings"
@@ -179,6 +179,11 @@ impl ModelConfig {
                 .unwrap_or_else(|| family_ties_by_default(self.model_type.as_deref())),
         )
     }
+}
+
+/// Whether `file` is named as Mistral's `params.json`.
+fn is_params_json(file: &Path) -> bool {
+    file.file_name().is_some_and(|n| n == PARAMS_JSON)
 }
 
 /// The first non-null value among `keys`, searching each map in turn.

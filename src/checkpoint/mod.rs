@@ -77,13 +77,13 @@ const UNREAD_TOKENIZER_FILES: &[&str] = &[
     "vocab.txt",
     "vocab.json",
     "merges.txt",
-    MISTRAL_TOKENIZER_FILES[0],
+    MISTRAL_SENTENCEPIECE,
 ];
 
 /// The tokenizer file of Mistral's own layout that is not read
 /// (SentencePiece v3; its `tekken.json` is): many Mistral repositories also
 /// hold a tokenizer.json, which is.
-const MISTRAL_TOKENIZER_FILES: [&str; 1] = ["tokenizer.model.v3"];
+const MISTRAL_SENTENCEPIECE: &str = "tokenizer.model.v3";
 
 /// `a`, `a and b`, `a, b and c`.
 fn and_list(names: &[&str]) -> String {
@@ -254,9 +254,8 @@ impl Checkpoint {
         match self.format {
             WeightFormat::Safetensors => match &self.unread_tokenizer_files()[..] {
                 [] => format!("no tokenizer.json in `{dir}`"),
-                unread if unread.iter().all(|f| MISTRAL_TOKENIZER_FILES.contains(f)) => format!(
-                    "no tokenizer.json in `{dir}`, only Mistral's {}, which embscope does not read (many Mistral repositories also hold a tokenizer.json: put it beside them)",
-                    and_list(unread),
+                [MISTRAL_SENTENCEPIECE] => format!(
+                    "no tokenizer.json in `{dir}`, only Mistral's {MISTRAL_SENTENCEPIECE}, which embscope does not read (many Mistral repositories also hold a tokenizer.json: put it beside them)",
                 ),
                 unread => format!(
                     "no tokenizer.json in `{dir}`, only {}, which embscope does not read (in Python, `transformers.AutoTokenizer.from_pretrained({py}).save_pretrained({py})` writes a tokenizer.json from {})",
