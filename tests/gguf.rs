@@ -590,16 +590,19 @@ const SPLIT: &str = "gguf/split";
 
 #[test]
 fn a_split_model_opens_whole_from_its_directory_or_any_split() {
-    let whole = json(&[
-        "neighbors",
-        &fixture("gguf/llama-f32-untied.gguf"),
-        "--matrix",
-        "head",
-        "king",
-        "#42",
-        "-k",
-        "8",
-    ]);
+    let neighbors = |model: &str| {
+        json(&[
+            "neighbors",
+            model,
+            "--matrix",
+            "head",
+            "king",
+            "#42",
+            "-k",
+            "8",
+        ])
+    };
+    let whole = neighbors(&fixture("gguf/llama-f32-untied.gguf"));
     for model in [
         fixture(SPLIT),
         fixture("gguf/split/llama-00001-of-00002.gguf"),
@@ -608,17 +611,7 @@ fn a_split_model_opens_whole_from_its_directory_or_any_split() {
         let info = json(&["info", &model]);
         assert_eq!(info["embedding"]["dtype"], "F32", "{model}");
         assert_eq!(info["head"]["name"], "output.weight", "{model}");
-        let v = json(&[
-            "neighbors",
-            &model,
-            "--matrix",
-            "head",
-            "king",
-            "#42",
-            "-k",
-            "8",
-        ]);
-        assert_eq!(v, whole, "{model}");
+        assert_eq!(neighbors(&model), whole, "{model}");
     }
     let out = embscope()
         .args(["info", &fixture("gguf/split/llama-00002-of-00002.gguf")])

@@ -85,7 +85,7 @@ pub(super) fn rows(raw: &[u8], v: &Bf16Vectors, out: &mut Vec<[f32; 3]>) {
         rows_avx512bf16(raw, v, out)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (raw, v.cols, out);
+    let _ = (raw, &v.bits, v.cols, out);
 }
 
 /// [`rows`].
