@@ -25,19 +25,28 @@ pub enum TokenKind {
 
 /// Reserved placeholder entries, untrained by design: BERT's `[unused12]`,
 /// Llama 3's `<|reserved_special_token_3|>`, Gemma's `<unused5>`, Mistral's
-/// `<SPECIAL_42>` (the fillers after its named special tokens). T5's
-/// `<extra_id_N>` sentinels are not among them: span corruption trains them.
-/// Takes the token as text or as bytes.
+/// `<SPECIAL_42>` (the fillers after its named special tokens), DeepSeek
+/// V3's `<｜place▁holder▁no▁7｜>`, Phi-3's `<|placeholder4|>` and Phi-4's
+/// `<|dummy_12|>`. T5's `<extra_id_N>` sentinels are not among them: span
+/// corruption trains them; nor DeepSeek V4's `<|place_holder_mm_span_N|>`,
+/// which mark spans of multimodal input. Takes the token as text or as
+/// bytes.
 pub fn is_placeholder(token: impl AsRef<[u8]>) -> bool {
     let t = token.as_ref();
-    let mistral = t
-        .strip_prefix(b"<SPECIAL_")
-        .and_then(|rest| rest.strip_suffix(b">"))
-        .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit));
     (t.starts_with(b"[unused") && t.ends_with(b"]"))
         || (t.starts_with(b"<unused") && t.ends_with(b">"))
         || (t.starts_with(b"<|reserved") && t.ends_with(b"|>"))
-        || mistral
+        || numbered(t, b"<SPECIAL_", b">")
+        || numbered(t, "<｜place▁holder▁no▁".as_bytes(), "｜>".as_bytes())
+        || numbered(t, b"<|placeholder", b"|>")
+        || numbered(t, b"<|dummy_", b"|>")
+}
+
+/// Whether `t` is `prefix`, a decimal number, then `suffix`.
+fn numbered(t: &[u8], prefix: &[u8], suffix: &[u8]) -> bool {
+    t.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_suffix(suffix))
+        .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
 }
 
 /// The text of an entry, as bytes.
@@ -147,6 +156,9 @@ mod tests {
             "<unused5>",
             "<|reserved_special_token_250|>",
             "<SPECIAL_20>",
+            "<｜place▁holder▁no▁773｜>",
+            "<|placeholder6|>",
+            "<|dummy_85|>",
         ] {
             assert!(is_placeholder(t), "{t}");
         }
@@ -159,6 +171,10 @@ mod tests {
             "<SPECIAL_>",
             "<SPECIAL_x1>",
             "[SPECIAL_3]",
+            "<｜place▁holder▁no▁｜>",
+            "<|place_holder_mm_span_0149|>",
+            "<|dummy_x|>",
+            "<｜begin▁of▁sentence｜>",
         ] {
             assert!(!is_placeholder(t), "{t}");
         }
