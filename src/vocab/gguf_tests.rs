@@ -395,11 +395,11 @@ fn missing_model_key_reads_plain() {
 
 #[test]
 fn unsupported_pre_tokenizer_is_named() {
-    let vocab = load(&gpt2_meta("bloom"));
+    let vocab = load(&gpt2_meta("deepseek-llm"));
     assert_eq!(
         vocab.encode("hello", false).unwrap_err().to_string(),
-        "`model.gguf`: cannot encode text: GGUF pre-tokenizer \"bloom\" (tokenizer.ggml.pre) \
-         is not supported; use --id or --token"
+        "`model.gguf`: cannot encode text: GGUF pre-tokenizer \"deepseek-llm\" \
+         (tokenizer.ggml.pre) is not supported; use --id or --token"
     );
     assert_eq!(vocab.readable(264).as_deref(), Some(" world"));
 }
@@ -416,23 +416,89 @@ fn tekken_splits_case_runs_and_starts_with_bos() {
         vocab.encode("hello world", true).unwrap(),
         vec![267, 259, 264]
     );
-    let pieces = |pre: &str| {
-        let vocab = load(&gpt2_meta(pre));
-        let recipe = vocab.gguf.as_deref().unwrap();
-        let t = crate::vocab::gguf_tokenizer::build(recipe, &vocab).unwrap();
-        let pre = t.get_pre_tokenizer().unwrap();
-        let mut s = tokenizers::PreTokenizedString::from("helloWorld 12");
-        tokenizers::PreTokenizer::pre_tokenize(pre, &mut s).unwrap();
-        s.get_splits(
-            tokenizers::OffsetReferential::Original,
-            tokenizers::OffsetType::Byte,
-        )
-        .into_iter()
-        .map(|(p, _, _)| p.to_string())
-        .collect::<Vec<_>>()
-    };
-    assert_eq!(pieces("tekken"), ["hello", "World", "Ġ", "1", "2"]);
-    assert_eq!(pieces("gpt-2"), ["helloWorld", "Ġ12"]);
+    assert_eq!(
+        pieces("tekken", "helloWorld 12"),
+        ["hello", "World", "Ġ", "1", "2"]
+    );
+    assert_eq!(pieces("gpt-2", "helloWorld 12"), ["helloWorld", "Ġ12"]);
+}
+
+/// The pieces (in byte-level form) the pre-tokenizer of a GGUF vocabulary
+/// with `tokenizer.ggml.pre` = `pre` splits `text` into.
+fn pieces(pre: &str, text: &str) -> Vec<String> {
+    let vocab = load(&gpt2_meta(pre));
+    let recipe = vocab.gguf.as_deref().unwrap();
+    let t = crate::vocab::gguf_tokenizer::build(recipe, &vocab).unwrap();
+    let pre = t.get_pre_tokenizer().unwrap();
+    let mut s = tokenizers::PreTokenizedString::from(text);
+    tokenizers::PreTokenizer::pre_tokenize(pre, &mut s).unwrap();
+    s.get_splits(
+        tokenizers::OffsetReferential::Original,
+        tokenizers::OffsetType::Byte,
+    )
+    .into_iter()
+    .map(|(p, _, _)| p.to_string())
+    .collect()
+}
+
+#[test]
+fn deepseek_v3_splits_digits_by_three_and_cjk_runs() {
+    // DeepSeek V3's tokenizer.json (and llama.cpp's `deepseek-v3`): digits
+    // in threes first, then CJK runs apart from the letters around them,
+    // then an ASCII punctuation mark joins the letters after it.
+    assert_eq!(
+        pieces("deepseek-v3", "12345 hello"),
+        ["123", "45", "Ġhello"]
+    );
+    assert_eq!(
+        pieces("deepseek-v3", "ab東京cd.net x"),
+        ["ab", "æĿ±äº¬", "cd", ".net", "Ġx"]
+    );
+    assert_eq!(pieces("hunyuan-dense", "12345"), ["123", "45"]);
+}
+
+#[test]
+fn gpt4o_splits_case_runs_with_contractions_and_digits_by_three() {
+    for pre in ["gpt-4o", "llama4", "minimax-m2"] {
+        assert_eq!(
+            pieces(pre, "helloWorld's 12345"),
+            ["hello", "World's", "Ġ", "123", "45"],
+            "{pre}"
+        );
+    }
+}
+
+#[test]
+fn bloom_splits_at_spaces_and_sentence_marks_only() {
+    for pre in ["bloom", "poro-chat", "gpt3-finnish"] {
+        assert_eq!(
+            pieces(pre, "a-b+c 12, d"),
+            ["a-b+c", "Ġ12", ",", "Ġd"],
+            "{pre}"
+        );
+    }
+    assert_eq!(pieces("viking", "ab12"), ["ab", "1", "2"]);
+}
+
+#[test]
+fn other_llama_cpp_names_take_their_familys_split() {
+    // Digits by three (Llama 3's split), one by one (Qwen 2's and its
+    // kin), or in one piece (GPT-2's).
+    for pre in ["pixtral", "lfm2", "falcon-h1", "chatglm-bpe", "glm4"] {
+        assert_eq!(pieces(pre, "x 12345"), ["x", "Ġ", "123", "45"], "{pre}");
+    }
+    for pre in [
+        "deepseek-r1-qwen",
+        "hunyuan",
+        "grok-2",
+        "seed-coder",
+        "bailingmoe",
+    ] {
+        assert_eq!(pieces(pre, "x 123"), ["x", "Ġ", "1", "2", "3"], "{pre}");
+    }
+    for pre in ["exaone4", "trillion", "granite-docling", "mellum"] {
+        assert_eq!(pieces(pre, "x 12345"), ["x", "Ġ12345"], "{pre}");
+    }
 }
 
 #[test]

@@ -4,8 +4,9 @@
 //!
 //! - `gpt2`: byte-level BPE from `tokens` + `merges`, split first by the
 //!   regex `tokenizer.ggml.pre` names (llama.cpp's `llama-vocab.cpp` list:
-//!   the Llama 3, Qwen 2, GPT-2 and StarCoder families, Mistral's Tekken
-//!   and llama.cpp's `default`); the Llama 3 family and Tekken also take a
+//!   the Llama 3, Qwen 2, GPT-2, StarCoder and BLOOM families, Mistral's
+//!   Tekken, DeepSeek V3's, GPT-4o's (Llama 4), Seed-Coder's, Ling's and
+//!   llama.cpp's `default`); the Llama 3 family and Tekken also take a
 //!   whole-word entry before merging (`ignore_merges`) and start with bos.
 //! - `llama` (SentencePiece): BPE with byte fallback whose merges are
 //!   derived from `scores` (a pair merges when the joined piece is an entry;
@@ -42,10 +43,39 @@ const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{
 const TEKKEN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Qwen 2's split: Llama 3's with single digits.
 const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// DeepSeek V3's split (V3, R1, V3.1 and later), as in its tokenizer.json:
+/// digits in runs of up to three, then runs of CJK ideographs and kana,
+/// then words, punctuation and whitespace.
+const DEEPSEEK3: [&str; 3] = [
+    r"\p{N}{1,3}",
+    "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
+    r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"##,
+];
+/// GPT-4o's split (o200k; Llama 4, MiniMax M2), as in Llama 4's
+/// tokenizer.json: Tekken's case runs with contractions and digits by
+/// three.
+const GPT4O: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// BLOOM's split (also Poro and GPT-3 Finnish): runs up to whitespace
+/// and a few punctuation marks.
+const BLOOM: &str = r" ?[^(\s|.,!?…。，、।۔،)]+";
+/// Seed-Coder's split: Qwen 2's, with no newline in a punctuation run.
+const SEED_CODER: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Ling's split (BailingMoE, LLaDA-MoE), its possessive quantifiers made
+/// greedy as llama.cpp runs it.
+const BAILINGMOE: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
 
 /// The pre-tokenizer names of the Llama 3 family, which llama.cpp encodes
 /// with `ignore_merges` and a leading bos.
-const LLAMA3_NAMES: [&str; 4] = ["llama3", "llama-v3", "llama-bpe", "falcon3"];
+const LLAMA3_NAMES: [&str; 8] = [
+    "llama3",
+    "llama-v3",
+    "llama-bpe",
+    "falcon3",
+    "falcon-h1",
+    "pixtral",
+    "midm-2.0",
+    "lfm2",
+];
 
 /// Mistral's Tekken pre-tokenizer name, also encoded with `ignore_merges`
 /// and a leading bos.
@@ -54,16 +84,25 @@ const TEKKEN_NAME: &str = "tekken";
 /// The regexes `pre` splits text with, applied in turn (each splits the
 /// pieces of the previous one, keeping matches and gaps), by the names
 /// llama.cpp's `llama-vocab.cpp` gives them; `None` for the others
-/// (DeepSeek's, BLOOM's, ...).
+/// (DeepSeek LLM's and Coder's, Chameleon's, Kimi K2's, SuperBPE's ...).
 fn pre_regexes(pre: Option<&str>) -> Option<&'static [&'static str]> {
     Some(match pre {
         Some(p) if is_llama3(p) => &[LLAMA3],
-        Some("dbrx" | "smaug-bpe") => &[LLAMA3],
-        Some("qwen2" | "stablelm2" | "megrez") => &[QWEN2],
+        Some("dbrx" | "smaug-bpe" | "chatglm-bpe" | "glm4") => &[LLAMA3],
+        Some(
+            "qwen2" | "deepseek-r1-qwen" | "kormo" | "stablelm2" | "megrez" | "hunyuan" | "grok-2",
+        ) => &[QWEN2],
         Some(TEKKEN_NAME) => &[TEKKEN],
+        Some("deepseek-v3" | "hunyuan-dense") => &DEEPSEEK3,
+        Some("gpt-4o" | "llama4" | "minimax-m2") => &[GPT4O],
+        Some("bloom" | "poro-chat" | "gpt3-finnish") => &[BLOOM],
+        Some("viking") => &[BLOOM, r"\p{N}"],
+        Some("seed-coder") => &[SEED_CODER],
+        Some("bailingmoe" | "bailingmoe2" | "llada-moe") => &[BAILINGMOE],
         Some(
             "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v1-en" | "jina-v2-es"
-            | "jina-v2-de" | "jina-v2-code" | "roberta-bpe" | "mpt" | "olmo" | "jais",
+            | "jina-v2-de" | "jina-v2-code" | "roberta-bpe" | "a.x-4.0" | "mellum" | "exaone4"
+            | "mpt" | "olmo" | "jais" | "trillion" | "granite-docling",
         ) => &[GPT2],
         // Not a llama.cpp name, but what hand-made files write for GPT-2.
         Some("gpt2") => &[GPT2],
