@@ -21,7 +21,6 @@ tokens. Prints one line per file and every difference; exits 1 on any.
 
 import json
 import random
-import struct
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import gguf
 import numpy as np
 from tokenizers import Tokenizer
 
-from reference_texts import TEXTS
+from reference_common import TEXTS, zero_matrix
 
 ARGS = sys.argv[1:]
 EMBSCOPE = ARGS.pop(0) if len(ARGS) % 2 == 1 else "target/release/embscope"
@@ -78,13 +77,7 @@ def model_dir(tokenizer: Path, rows: int, d: Path) -> Path:
     """A model directory of `tokenizer` beside a zero matrix of `rows` rows."""
     d.mkdir()
     (d / "tokenizer.json").write_bytes(tokenizer.read_bytes())
-    cols = 2
-    header = json.dumps(
-        {"model.embed_tokens.weight": {"dtype": "F32", "shape": [rows, cols], "data_offsets": [0, rows * cols * 4]}}
-    ).encode()
-    header += b" " * (-len(header) % 8)
-    with open(d / "model.safetensors", "wb") as f:
-        f.write(struct.pack("<Q", len(header)) + header + bytes(rows * cols * 4))
+    zero_matrix(d / "model.safetensors", "model.embed_tokens.weight", rows)
     return d
 
 

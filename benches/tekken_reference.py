@@ -21,7 +21,6 @@ too. Prints one line per file and every difference; exits 1 on any.
 
 import json
 import random
-import struct
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from pathlib import Path
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 import mistral_common
 
-from reference_texts import TEXTS
+from reference_common import TEXTS, zero_matrix
 
 EMBSCOPE = sys.argv[1] if len(sys.argv) > 1 else "target/release/embscope"
 
@@ -39,14 +38,8 @@ def model_dir(tekken: Path, rows: int, root: Path) -> Path:
     d = root / tekken.stem
     d.mkdir()
     (d / "tekken.json").write_bytes(tekken.read_bytes())
-    cols = 2
-    header = json.dumps(
-        {"tok_embeddings.weight": {"dtype": "F32", "shape": [rows, cols], "data_offsets": [0, rows * cols * 4]}}
-    ).encode()
-    header += b" " * (-len(header) % 8)
-    with open(d / "consolidated.safetensors", "wb") as f:
-        f.write(struct.pack("<Q", len(header)) + header + bytes(rows * cols * 4))
-    (d / "params.json").write_text(json.dumps({"dim": cols, "vocab_size": rows}))
+    zero_matrix(d / "consolidated.safetensors", "tok_embeddings.weight", rows)
+    (d / "params.json").write_text(json.dumps({"dim": 2, "vocab_size": rows}))
     return d
 
 

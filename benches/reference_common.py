@@ -1,6 +1,11 @@
-"""Texts the reference scripts encode with embscope and with the
-library each compares against: several scripts, code, numbers, odd
-whitespace, control characters and emoji."""
+"""What the reference scripts share: the texts they encode with embscope
+and with the library each compares against (several scripts, code,
+numbers, odd whitespace, control characters and emoji), and a zero matrix
+to put a tokenizer beside."""
+
+import json
+import struct
+from pathlib import Path
 
 TEXTS = [
     "Hello, world! Paris is the capital of France.",
@@ -24,3 +29,12 @@ TEXTS = [
     "a" * 300,
     " ".join(str(i) for i in range(100)),
 ]
+
+
+def zero_matrix(path: Path, tensor: str, rows: int, cols: int = 2) -> None:
+    """Writes a safetensors file at `path` holding one F32 tensor of zeros."""
+    size = rows * cols * 4
+    header = json.dumps({tensor: {"dtype": "F32", "shape": [rows, cols], "data_offsets": [0, size]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + bytes(size))
