@@ -71,6 +71,8 @@ fn bare_word_takes_the_word_and_notes_the_piece() {
             "{model}: the JSON notes hold it too"
         );
         assert!(!err.contains("\"=king\" resolved"), "{model}: {err}");
+        // ` king` is the text of the word's entry: nothing to say.
+        assert!(!err.contains("\" king\" resolved"), "{model}: {err}");
     }
     // WordPiece words are bare: `king` is the word, no note; `##` pieces by `=`.
     let (v, err) = json_and_notes(&["neighbors", &fixture("bert"), "king", "=##ing", "-k", "1"]);

@@ -407,8 +407,11 @@ fn term_id(
 }
 
 /// The note on how `word` resolved, when it was not taken as written or
-/// another entry could be meant: the piece a bare word passed over, or
-/// the entry `==` itself when `==` asked for the entry `=`.
+/// another entry could be meant: the piece a bare word passed over, the
+/// entry `==` itself when `==` asked for the entry `=`, or an entry whose
+/// text is not the word (an entry stored in another form whose text is
+/// the word, byte-level `åĮĹäº¬` for `北京` or `Ġking` for ` king`, needs
+/// no note).
 fn resolution_note(v: &Vocab, word: &str, found: &WordMatch) -> Option<String> {
     let (id, raw) = (found.id, &found.raw);
     if let Some((piece, piece_raw)) = &found.piece {
@@ -421,7 +424,8 @@ fn resolution_note(v: &Vocab, word: &str, found: &WordMatch) -> Option<String> {
             format!("{word:?} is the entry {raw:?} (#{id}); for the entry {word:?} (#{other}) write \"={word}\"")
         });
     }
-    (raw != word).then(|| format!("{word:?} resolved to {raw:?} (#{id})"))
+    (raw != word && v.readable(id).as_deref() != Some(word))
+        .then(|| format!("{word:?} resolved to {raw:?} (#{id})"))
 }
 
 /// The row of a `#ID` term, `None` for other terms.
