@@ -22,7 +22,7 @@ import tempfile
 import warnings
 
 import numpy as np
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFWriter
+from gguf import GGML_QUANT_SIZES, GGUFReader, GGUFWriter
 from gguf.quants import dequantize
 
 # Random scales make NaN and infinities on purpose.

@@ -58,11 +58,12 @@ pub enum Dtype {
     TQ1_0,
     TQ2_0,
     MXFP4,
+    NVFP4,
 }
 
 /// The block-quantized GGUF types, with values per block and bytes per block
 /// (ggml's `QK*` constants and block struct sizes).
-const QUANTIZED: [(Dtype, u64, u64); 24] = [
+const QUANTIZED: [(Dtype, u64, u64); 25] = [
     (Dtype::Q4_0, 32, 18),
     (Dtype::Q4_1, 32, 20),
     (Dtype::Q5_0, 32, 22),
@@ -87,6 +88,7 @@ const QUANTIZED: [(Dtype, u64, u64); 24] = [
     (Dtype::TQ1_0, 256, 54),
     (Dtype::TQ2_0, 256, 66),
     (Dtype::MXFP4, 32, 17),
+    (Dtype::NVFP4, 64, 36),
 ];
 
 const ALL: [Dtype; 22] = [
@@ -164,6 +166,7 @@ impl Dtype {
             Dtype::TQ1_0 => "TQ1_0",
             Dtype::TQ2_0 => "TQ2_0",
             Dtype::MXFP4 => "MXFP4",
+            Dtype::NVFP4 => "NVFP4",
         }
     }
 
@@ -394,6 +397,7 @@ mod tests {
             (Dtype::TQ1_0, 1.6875),
             (Dtype::TQ2_0, 2.0625),
             (Dtype::MXFP4, 4.25),
+            (Dtype::NVFP4, 4.5),
         ] {
             assert_eq!(d.bits_per_weight(), bpw, "{d}");
             assert!(d.is_quantized(), "{d}");

@@ -59,7 +59,7 @@ pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
         let msg = one_line(&e.to_string());
         match msg.strip_prefix("unknown dtype for tensor ") {
             Some(ty) => bad(format!(
-                "a tensor has ggml type {ty}, which embscope does not know (it knows F32, F16, BF16, F64, the integer types, Q4_0 to Q8_1, the K-quants, the IQ types, TQ1_0, TQ2_0 and MXFP4)"
+                "a tensor has ggml type {ty}, which embscope does not know (it knows F32, F16, BF16, F64, the integer types, Q4_0 to Q8_1, the K-quants, the IQ types, TQ1_0, TQ2_0, MXFP4 and NVFP4)"
             )),
             None => bad(format!("not a readable GGUF file ({msg})")),
         }
@@ -275,7 +275,7 @@ fn guard(file: &[u8]) -> std::result::Result<Pre, String> {
 }
 
 /// The ggml types candle's reader does not know, by ggml type id: the
-/// `IQ` and ternary types, `MXFP4`, and the plain integers and F64.
+/// `IQ` and ternary types, `MXFP4`, `NVFP4`, and the plain integers and F64.
 fn candle_lacks(id: u32) -> Option<Dtype> {
     Some(match id {
         16 => Dtype::IQ2_XXS,
@@ -295,6 +295,7 @@ fn candle_lacks(id: u32) -> Option<Dtype> {
         34 => Dtype::TQ1_0,
         35 => Dtype::TQ2_0,
         39 => Dtype::MXFP4,
+        40 => Dtype::NVFP4,
         _ => return None,
     })
 }

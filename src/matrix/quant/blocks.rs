@@ -1,7 +1,7 @@
 //! Decoders of our own for the block types GGUF files store weights in
 //! (`Q8_0`, `Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q2_K` to `Q6_K`, and those
 //! candle cannot read: the non-linear `IQ4_NL` and `IQ4_XS`, the codebook
-//! type `IQ3_S`, the ternary `TQ2_0` and `MXFP4`; the embeddings and heads
+//! type `IQ3_S`, the ternary `TQ2_0`, `MXFP4` and `NVFP4`; the embeddings and heads
 //! of llama.cpp's mixes), reading the blocks straight from the mapped
 //! bytes, aligned or not.
 //!
@@ -58,7 +58,7 @@ fn build_for(dtype: Dtype) -> RowBuild {
 }
 
 /// The types decoded here.
-const DECODED: [Dtype; 15] = [
+const DECODED: [Dtype; 16] = [
     Dtype::Q8_0,
     Dtype::Q4_0,
     Dtype::Q4_1,
@@ -73,6 +73,7 @@ const DECODED: [Dtype; 15] = [
     Dtype::IQ4_XS,
     Dtype::TQ2_0,
     Dtype::MXFP4,
+    Dtype::NVFP4,
     Dtype::IQ3_S,
 ];
 
@@ -137,6 +138,7 @@ fn decode(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
         Dtype::IQ4_XS => each_block!(bytes, out, iq4_xs),
         Dtype::TQ2_0 => each_block!(bytes, out, tq2_0),
         Dtype::MXFP4 => each_block!(bytes, out, mxfp4),
+        Dtype::NVFP4 => each_block!(bytes, out, nvfp4),
         Dtype::IQ3_S => each_block!(bytes, out, iq3_s),
         other => unreachable!("{other} is not decoded here"),
     }
@@ -432,6 +434,44 @@ fn mxfp4(b: &[u8; 17], o: &mut [f32; 32]) {
     }
 }
 
+/// `NVFP4`: four unsigned E4M3 scale bytes, one for each run of 16
+/// values, then 8 bytes of two 4-bit values per run (low nibbles its first
+/// 8); value = doubled E2M1 level (`MXFP4`'s) × the scale halved
+/// ([`ue4m3_half`]).
+#[inline(always)]
+fn nvfp4(b: &[u8; 36], o: &mut [f32; 64]) {
+    let (scales, levels) = b.split_at(4);
+    for ((run, &s), q) in o
+        .chunks_exact_mut(16)
+        .zip(scales)
+        .zip(levels.chunks_exact(8))
+    {
+        let d = ue4m3_half(s);
+        let (lo, hi) = run.split_at_mut(8);
+        for ((lo, hi), &q) in lo.iter_mut().zip(hi).zip(q) {
+            *lo = f32::from(MXFP4_LEVELS[usize::from(q & 0xF)]) * d;
+            *hi = f32::from(MXFP4_LEVELS[usize::from(q >> 4)]) * d;
+        }
+    }
+}
+
+/// Half an unsigned E4M3 scale (exponent bias 7), as ggml's
+/// `ggml_ue4m3_to_fp32` reads it: 0x00 and 0x7F (the format's NaN) are 0,
+/// the top bit is not read, exponent 0 is subnormal (mantissa × 2^−9).
+#[inline(always)]
+fn ue4m3_half(x: u8) -> f32 {
+    if x == 0 || x == 0x7F {
+        return 0.0;
+    }
+    let (exp, man) = (u32::from((x >> 3) & 0xF), f32::from(x & 7));
+    let scale = if exp == 0 {
+        man / 512.0
+    } else {
+        (1.0 + man / 8.0) * f32::from_bits((exp + 120) << 23)
+    };
+    scale * 0.5
+}
+
 /// Scale and min of sub-block `j` (0..8) from a k-quant's 12 packed bytes
 /// of 6-bit scales and mins (llama.cpp's `get_scale_min_k4`).
 #[inline(always)]
@@ -544,7 +584,9 @@ mod tests {
     /// against its Python package).
     fn reference(dtype: Dtype, bytes: &[u8], out: &mut [f32]) -> bool {
         match dtype {
-            Dtype::IQ4_NL | Dtype::IQ4_XS | Dtype::TQ2_0 | Dtype::MXFP4 => return false,
+            Dtype::IQ4_NL | Dtype::IQ4_XS | Dtype::TQ2_0 | Dtype::MXFP4 | Dtype::NVFP4 => {
+                return false;
+            }
             Dtype::IQ3_S => out.copy_from_slice(&ferrox_quant::dequant_iq3_s(bytes).unwrap()),
             _ => super::super::candle(dtype, bytes, out),
         }
@@ -630,6 +672,27 @@ mod tests {
                     scale * f32::from(MXFP4_LEVELS[15 - j]),
                     "e {e}, {j}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn nvfp4_blocks_decode_to_their_levels_times_their_halved_e4m3_scales() {
+        // The four runs' scales: 0x38 (1), 0x01 (the least subnormal,
+        // 2^-9), 0xFF (the top bit not read: 0x7F's bits, 480, which ggml
+        // does not take as NaN) and 0x7F (E4M3's NaN: 0), each halved;
+        // byte j of a run holds levels j and 15 - j.
+        let mut b = vec![0x38, 0x01, 0xFF, 0x7F];
+        for _ in 0..4 {
+            b.extend((0..8u8).map(|j| j | ((15 - j) << 4)));
+        }
+        let mut got = [0f32; 64];
+        assert!(dequantize(Dtype::NVFP4, &b, &mut got));
+        for (run, scale) in [0.5f32, 1.0 / 1024.0, 240.0, 0.0].into_iter().enumerate() {
+            for j in 0..8 {
+                let at = 16 * run + j;
+                assert_eq!(got[at], scale * f32::from(MXFP4_LEVELS[j]), "{at}");
+                assert_eq!(got[at + 8], scale * f32::from(MXFP4_LEVELS[15 - j]), "{at}");
             }
         }
     }

@@ -149,10 +149,11 @@ mod tests {
     #[test]
     fn the_types_candle_lacks_decode_as_llama_cpp_does() {
         // 256 values of each type from the bytes (37 i + 11) mod 256, the
-        // blocks' f16 scale set to 1 (MXFP4: exponent 127; IQ1_M has no
-        // scale field); the values at 0, 1, 37, 100 and 255 and the sum of
+        // blocks' f16 scale set to 1 (MXFP4: exponent 127; IQ1_M and
+        // NVFP4, whose E4M3 scales stay as the bytes make them, have no
+        // f16 scale field); the values at 0, 1, 37, 100 and 255 and the sum of
         // all, as the `gguf` Python package (0.19.0) dequantizes them.
-        let cases: [(Dtype, Option<usize>, [f32; 5], f64); 12] = [
+        let cases: [(Dtype, Option<usize>, [f32; 5], f64); 13] = [
             (
                 Dtype::IQ1_S,
                 Some(0),
@@ -198,6 +199,18 @@ mod tests {
             (Dtype::TQ1_0, Some(52), [-1.0, -1.0, -1.0, 1.0, -1.0], -2.0),
             (Dtype::TQ2_0, Some(64), [2.0, -1.0, 0.0, 1.0, -1.0], 129.0),
             (Dtype::MXFP4, None, [0.0, 3.0, -4.0, 1.5, 0.0], 3.5),
+            (
+                Dtype::NVFP4,
+                None,
+                [
+                    -0.128_906_25,
+                    0.042_968_75,
+                    0.0,
+                    0.105_468_75,
+                    -0.082_031_25,
+                ],
+                1_049.224_609_375,
+            ),
             (
                 Dtype::IQ4_NL,
                 Some(0),
