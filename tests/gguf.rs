@@ -699,23 +699,16 @@ fn a_gguf_repository_in_the_hub_cache_opens_one_quantization_by_name() {
 
 #[test]
 fn nvfp4_rows_are_read() {
-    // ggml type 40, written by hand: a 2 x 64 `token_embd.weight` of one
-    // NVFP4 block per row. Row r: run scales 0x38 + 8 r (1 and 2, halved),
-    // every byte 0x71 (levels 1 and 12, doubled E2M1 0.5 and 6).
-    let mut f = b"GGUF".to_vec();
-    f.extend(3u32.to_le_bytes());
-    f.extend(1u64.to_le_bytes()); // tensors
-    f.extend(0u64.to_le_bytes()); // metadata entries
-    let name = "token_embd.weight";
-    f.extend((name.len() as u64).to_le_bytes());
-    f.extend(name.as_bytes());
-    f.extend(2u32.to_le_bytes());
-    for d in [64u64, 2] {
-        f.extend(d.to_le_bytes());
-    }
-    f.extend(40u32.to_le_bytes());
-    f.extend(0u64.to_le_bytes());
-    f.resize(f.len().div_ceil(32) * 32, 0);
+    // ggml type 40: a 2 x 64 `token_embd.weight` of one NVFP4 block per
+    // row. Row r: run scales 0x38 + 8 r (1 and 2, halved), every byte 0x71
+    // (levels 1 and 12, doubled E2M1 0.5 and 6).
+    let mut f = gguf_gen::raw(
+        b"GGUF",
+        3,
+        &[],
+        &[("token_embd.weight", &[64, 2], 40, 0)],
+        0,
+    );
     for r in 0..2u8 {
         f.extend([0x38 + 8 * r; 4]);
         f.extend([0x71; 32]);
