@@ -21,7 +21,6 @@ tokens. Prints one line per file and every difference; exits 1 on any.
 
 import json
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +29,7 @@ import gguf
 import numpy as np
 from tokenizers import Tokenizer
 
-from reference_common import TEXTS, zero_matrix
+from reference_common import TEXTS, encodings_differ, zero_matrix
 
 ARGS = sys.argv[1:]
 EMBSCOPE = ARGS.pop(0) if len(ARGS) % 2 == 1 else "target/release/embscope"
@@ -81,20 +80,6 @@ def model_dir(tokenizer: Path, rows: int, d: Path) -> Path:
     return d
 
 
-def encodings_differ(model: Path, tok: Tokenizer, texts) -> int:
-    """Compares the ids of `lookup --text` on `model` with `tok`'s for each
-    text; prints each difference, returns their count."""
-    diffs = 0
-    for text in texts:
-        want = tok.encode(text, add_special_tokens=False).ids
-        out = subprocess.run([EMBSCOPE, "--json", "lookup", str(model), f"--text={text}"], capture_output=True, text=True)
-        got = [r["id"] for r in json.loads(out.stdout)["rows"]] if out.returncode == 0 else out.stderr.strip()
-        if got != want:
-            diffs += 1
-            print(f"  {model.name}: {text!r}: embscope {got} tokenizers {want}")
-    return diffs
-
-
 def main():
     pairs = list(zip(ARGS[::2], ARGS[1::2])) or [(str(deepseek_json()), "deepseek-v3")]
     bad = 0
@@ -108,9 +93,10 @@ def main():
             texts = TEXTS + [s for s in (tok.decode([i]) for i in sample) if "\ufffd" not in s]
             as_gguf = Path(tmp) / f"{n}-{pre}.gguf"
             rows = gguf_file(doc, pre, as_gguf)
-            diffs = encodings_differ(as_gguf, tok, texts)
+            encode = lambda text: tok.encode(text, add_special_tokens=False).ids
+            diffs = encodings_differ(EMBSCOPE, as_gguf, encode, "tokenizers", texts)
             print(f"{path} as GGUF (pre `{pre}`): {len(texts)} texts, {rows} tokens: {diffs} differences")
-            direct = encodings_differ(model_dir(path, rows, Path(tmp) / f"{n}-dir"), tok, texts)
+            direct = encodings_differ(EMBSCOPE, model_dir(path, rows, Path(tmp) / f"{n}-dir"), encode, "tokenizers", texts)
             print(f"{path} as tokenizer.json: {len(texts)} texts: {direct} differences")
             bad += diffs + direct
     sys.exit(1 if bad else 0)

@@ -1,10 +1,11 @@
 """What the reference scripts share: the texts they encode with embscope
 and with the library each compares against (several scripts, code,
-numbers, odd whitespace, control characters and emoji), and a zero matrix
-to put a tokenizer beside."""
+numbers, odd whitespace, control characters and emoji), a zero matrix to
+put a tokenizer beside, and the comparison of `lookup --text` ids."""
 
 import json
 import struct
+import subprocess
 from pathlib import Path
 
 TEXTS = [
@@ -38,3 +39,27 @@ def zero_matrix(path: Path, tensor: str, rows: int, cols: int = 2) -> None:
     header += b" " * (-len(header) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(header)) + header + bytes(size))
+
+
+def embscope_json(binary: str, *args):
+    """Runs `binary --json ARGS`: (its parsed output, None) on success,
+    (None, its error) otherwise."""
+    out = subprocess.run([binary, "--json", *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr.strip()
+    return json.loads(out.stdout), None
+
+
+def encodings_differ(binary: str, model: Path, encode, reference: str, texts) -> int:
+    """Compares the ids of `lookup --text` on `model` with `encode(text)`
+    (the library named `reference`) for each text; prints each
+    difference, returns their count."""
+    diffs = 0
+    for text in texts:
+        want = encode(text)
+        got, err = embscope_json(binary, "lookup", str(model), f"--text={text}")
+        got = [r["id"] for r in got["rows"]] if got else err
+        if got != want:
+            diffs += 1
+            print(f"  {model.name}: {text!r}: embscope {got} {reference} {want}")
+    return diffs

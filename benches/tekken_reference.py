@@ -21,7 +21,6 @@ too. Prints one line per file and every difference; exits 1 on any.
 
 import json
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +28,7 @@ from pathlib import Path
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 import mistral_common
 
-from reference_common import TEXTS, zero_matrix
+from reference_common import TEXTS, embscope_json, encodings_differ, zero_matrix
 
 EMBSCOPE = sys.argv[1] if len(sys.argv) > 1 else "target/release/embscope"
 
@@ -85,27 +84,6 @@ def gguf_file(tekken: Path, tok, path: Path) -> bool:
     return True
 
 
-def embscope(*args):
-    out = subprocess.run([EMBSCOPE, "--json", *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        return None, out.stderr.strip()
-    return json.loads(out.stdout), None
-
-
-def encodings_differ(model: Path, tok, texts) -> int:
-    """Compares the ids of `lookup --text` on `model` with `tok`'s for each
-    text; prints each difference, returns their count."""
-    diffs = 0
-    for text in texts:
-        want = tok.encode(text, bos=False, eos=False)
-        got, err = embscope("lookup", str(model), f"--text={text}")
-        got = [r["id"] for r in got["rows"]] if got else err
-        if got != want:
-            diffs += 1
-            print(f"  {model.name}: {text!r}: embscope {got} mistral_common {want}")
-    return diffs
-
-
 def main():
     data = Path(mistral_common.__file__).parent / "data"
     bad = 0
@@ -116,8 +94,9 @@ def main():
             rng = random.Random(7)
             ids = sorted(rng.sample(range(tok.num_special_tokens, tok.n_words), 40))
             texts = TEXTS + [tok.id_to_piece(i) for i in ids if "\ufffd" not in tok.id_to_piece(i)]
-            diffs = encodings_differ(d, tok, texts)
-            pieces, err = embscope("lookup", str(d), *[f"--id={i}" for i in [0, 1, 2, 999] + ids])
+            encode = lambda text: tok.encode(text, bos=False, eos=False)
+            diffs = encodings_differ(EMBSCOPE, d, encode, "mistral_common", texts)
+            pieces, err = embscope_json(EMBSCOPE, "lookup", str(d), *[f"--id={i}" for i in [0, 1, 2, 999] + ids])
             for row in (pieces or {}).get("rows", []):
                 want = tok.id_to_piece(row["id"])
                 if row["token"] != want and "\ufffd" not in want:
@@ -126,7 +105,7 @@ def main():
             print(f"{tekken.name}: {len(texts)} texts, {len(ids) + 4} ids, {tok.n_words} tokens: {diffs} differences")
             as_gguf = Path(tmp) / f"{tekken.stem}.gguf"
             if gguf_file(tekken, tok, as_gguf):
-                gguf_diffs = encodings_differ(as_gguf, tok, TEXTS)
+                gguf_diffs = encodings_differ(EMBSCOPE, as_gguf, encode, "mistral_common", TEXTS)
                 print(f"{as_gguf.name} (pre `tekken`): {len(TEXTS)} texts: {gguf_diffs} differences")
                 diffs += gguf_diffs
             bad += diffs
