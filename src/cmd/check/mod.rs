@@ -5,9 +5,20 @@
 //! stored matrix ([`ValuePass`], see `pass` and `values`), which also says
 //! what the unreachable rows hold and which embedding rows look untrained.
 //! The pass needs neither the tokenizer nor the header findings, so the
-//! two stages can run at the same time (the pass takes the vocabulary up
-//! once it is loaded, see [`ValuePass::set_vocab`]); [`Check::finish`]
-//! joins them into the report.
+//! two stages run at the same time (the pass takes the vocabulary up once
+//! it is loaded, see [`ValuePass::set_vocab`]); [`Check::finish`] joins
+//! them into the report. [`run`] does all of it, in that order.
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `mod.rs` | findings, the report, the two stages, and [`run`] |
+//! | `header.rs` | header-only findings: sizes, hidden sizes, tie, dtypes, tokenizer |
+//! | `special.rs` | special-token findings |
+//! | `pass.rs` | the value pass: one streaming read of each stored matrix |
+//! | `rows.rs` | what the pass learns of each row (`rows/tests.rs`) |
+//! | `values.rs` | findings from the pass's statistics (`values/tests.rs`) |
+//! | `duplicates.rs` | the `duplicate-rows` finding |
+//! | `undertrained.rs` | the `undertrained-candidates` finding |
 
 mod duplicates;
 mod header;
@@ -22,11 +33,11 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::Result;
 use crate::checkpoint::{Checkpoint, TensorEntry};
 use crate::progress::Progress;
 use crate::roles::Roles;
 use crate::vocab::{self, SpecialDecl, Vocab};
+use crate::{Error, Result};
 
 /// How much a finding matters. Ordered: `Info < Warn < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -338,6 +349,52 @@ impl<'a> ValuePass<'a> {
             reference: Arc::clone(&self.reference),
         }
     }
+}
+
+/// Runs the whole check of `ckpt`. The value pass streams the matrices
+/// (with a progress bar when `progress`) while one worker of the pool
+/// loads the vocabulary with `load`, makes the header findings and hands
+/// them to `early`, so they can be shown while the pass runs (drawn over
+/// the bar, not under it). A failed load or `early` cancels the pass rather
+/// than wait for it. The joined report goes to `show`, then the matrices'
+/// mapped pages are let go on all cores (see [`Checkpoint::release`]), and
+/// the report is returned for its verdict.
+///
+/// The load runs on whichever worker is free rather than on a thread of
+/// its own: a thread of its own shares the cores with every worker of the
+/// pass, and `check` of a Llama-3-shaped checkpoint on 2 cores then took
+/// longer. The pages are let go after `show` because, let go while the
+/// findings were made, their release held up the findings' page faults.
+pub fn run<E: From<Error> + Send>(
+    ckpt: &Checkpoint,
+    roles: &Roles,
+    progress: bool,
+    load: impl FnOnce() -> Result<Option<Vocab>> + Send,
+    early: impl FnOnce(&[&Finding]) -> std::result::Result<(), E> + Send,
+    show: impl FnOnce(&CheckReport) -> std::result::Result<(), E>,
+) -> std::result::Result<CheckReport, E> {
+    let pass = ValuePass::new(ckpt, roles);
+    let progress = Progress::new(progress, pass.rows(), &pass.label());
+    // Kept outside the task: the check borrows it.
+    let held = OnceLock::new();
+    let (values, started) = rayon::join(
+        || pass.run(&progress),
+        || -> std::result::Result<_, E> {
+            let loaded = load().inspect_err(|_| progress.cancel())?;
+            let vocab = held.get_or_init(|| loaded).as_ref();
+            pass.set_vocab(vocab);
+            let check = Check::start(ckpt, roles, vocab).inspect_err(|_| progress.cancel())?;
+            let findings: Vec<&Finding> = check.early().collect();
+            progress
+                .suspend(|| early(&findings))
+                .inspect_err(|_| progress.cancel())?;
+            Ok(check)
+        },
+    );
+    let report = started?.finish(values);
+    show(&report)?;
+    pass.release();
+    Ok(report)
 }
 
 /// The report from all findings, sorted.
