@@ -29,7 +29,7 @@ const HEAD_NAMES: &[&str] = &[
 ];
 
 /// Which matrix a command works on (`--matrix`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Which {
     /// The input embedding.

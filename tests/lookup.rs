@@ -222,3 +222,50 @@ fn bad_lookups() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "a query is required");
 }
+
+#[test]
+fn ids_take_ranges_commas_and_spaces() {
+    let model = fixture("llama-sharded");
+    let rows = |args: &[&str]| {
+        let mut line = vec!["lookup", model.as_str(), "--id"];
+        line.extend(args);
+        ids(&json(&line)["rows"])
+    };
+    assert_eq!(rows(&["0-5"]), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(rows(&["9,2-3", "7 1", "340"]), [9, 2, 3, 7, 1, 340]);
+    assert_eq!(rows(&["4 - 6, 4"]), [4, 5, 6, 4], "in order, repeats kept");
+    // The one syntax of --reference, with the same words for a bad list.
+    for (value, needle) in [
+        ("-1", "ids are non-negative integers, not `-1`"),
+        ("5-2", "range `5-2` runs backwards"),
+        ("1,,2", "empty item in `1,,2`"),
+        ("x", "`x` is not a non-negative integer id"),
+    ] {
+        let err = fails(&["lookup", &model, "--id", value], needle);
+        assert!(err.contains("see `embscope lookup --help`"), "{err}");
+    }
+}
+
+#[test]
+fn id_ranges_are_bounded_by_the_matrix_before_they_are_listed() {
+    let model = fixture("llama-sharded");
+    // A hostile range is an error at once, not a list of 10^11 ids.
+    fails(
+        &["lookup", &model, "--id", "0-99999999999"],
+        "id 99999999999 is out of range: `model.embed_tokens.weight` has 341 rows (ids 0..=340)",
+    );
+    fails(
+        &["lookup", &model, "--id", "0-18446744073709551615"],
+        "id 18446744073709551615 is out of range",
+    );
+    // Ranges that repeat may not ask for more rows than the matrix has.
+    let err = fails(
+        &["lookup", &model, "--id", "0-340", "0-340"],
+        "--id names 682 rows, more than the 341 of `model.embed_tokens.weight`",
+    );
+    assert!(!err.contains("out of range"), "{err}");
+    assert_eq!(
+        ids(&json(&["lookup", &model, "--id", "0-340"])["rows"]).len(),
+        341
+    );
+}

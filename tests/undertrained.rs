@@ -164,6 +164,34 @@ fn explicit_reference_ids() {
     assert_eq!(candidate(&v, 180)["reference"], true);
     assert_eq!(candidate(&v, 339)["reference"], false);
     assert_eq!(v["strong_outside_reference"], 6);
+    // The same set written as lookup --id takes it: spaces, repeats and
+    // overlapping ranges name each row once.
+    let same = json(&[
+        "undertrained",
+        &fixture("untrained"),
+        "--reference",
+        "180 - 183 338 181-182,180",
+        "--top",
+        "11",
+    ]);
+    assert_eq!(same["reference"]["rows"], 5);
+    assert_eq!(same["candidates"], v["candidates"]);
+}
+
+#[test]
+fn many_repeated_reference_ranges_stay_within_the_matrix() {
+    // 20,000 copies of every row: bounded by the 345 rows, not multiplied.
+    let all = vec!["0-344"; 20_000].join(",");
+    let v = json(&[
+        "undertrained",
+        &fixture("untrained"),
+        "--reference",
+        &all,
+        "--top",
+        "1",
+        "--no-reachable",
+    ]);
+    assert_eq!(v["reference"]["rows"], 345);
 }
 
 #[test]
@@ -210,7 +238,8 @@ fn reference_errors_exit_2() {
         ("x", "--reference: `x` is not a non-negative integer id"),
         ("5-2", "--reference: range `5-2` runs backwards"),
         ("1,,2", "--reference: empty item in `1,,2`"),
-        ("-1", "--reference: `-1` is not an id or a range"),
+        ("-1", "--reference: ids are non-negative integers, not `-1`"),
+        ("4-", "--reference: `4-` is not an id or a range"),
         (
             "3,345",
             "--reference: id 345 is out of range: `model.embed_tokens.weight` has 345 rows (ids 0..=344)",

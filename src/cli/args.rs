@@ -1,14 +1,13 @@
-//! The command line, as clap derive types. Each field's doc comment is its
-//! `--help` text. No logic lives here.
+//! The command line as clap derive types, and no logic: each field's doc
+//! comment is its `--help` text. The value enums here mirror the plain
+//! types of the library that `resolve` maps them onto.
 
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
-use crate::cmd::neighbors::Filter;
-use crate::roles::Which;
-use crate::usage;
+use super::values::{self, IdList};
 
 /// Inspect the vocabulary layers (input embedding and LM head) of a
 /// language-model checkpoint, straight from its safetensors or GGUF files.
@@ -47,8 +46,8 @@ pub struct Global {
     pub verbose: bool,
     /// When to colour text output; `auto` colours a terminal unless
     /// NO_COLOR is set or CLICOLOR=0, and CLICOLOR_FORCE=1 colours a pipe.
-    #[arg(long, global = true, help_heading = GLOBAL, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
     /// Revision of a Hub id in the local cache (branch, tag or commit);
     /// `main` when not given. Ignored, with a note, for a path.
     #[arg(long, global = true, help_heading = GLOBAL, value_name = "REV")]
@@ -60,7 +59,7 @@ const GLOBAL: &str = "Global options";
 
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
+pub enum ColorArg {
     /// Colour a terminal, as the environment allows.
     Auto,
     /// Always colour, even into a pipe or file.
@@ -85,8 +84,8 @@ pub enum Command {
         #[arg(long, value_name = "GLOB")]
         filter: Option<String>,
         /// Row order.
-        #[arg(long, value_enum, default_value_t = SortBy::Name)]
-        sort: SortBy,
+        #[arg(long, value_enum, default_value_t = SortArg::Name)]
+        sort: SortArg,
     },
     /// Parameters and bytes by dtype, the vocabulary layers' share, what
     /// tying saves, and what-if figures (header only).
@@ -142,7 +141,7 @@ pub struct UndertrainedArgs {
     /// Score one matrix only (default: the embedding, and the head when the
     /// model has one).
     #[arg(long, value_enum)]
-    pub matrix: Option<Which>,
+    pub matrix: Option<MatrixArg>,
     /// Known-untrained rows: `auto` (reserved placeholders and rows no token
     /// reaches), or ids and inclusive ranges such as `100-200,5`.
     #[arg(long, default_value = "auto", value_name = "IDS|auto")]
@@ -176,7 +175,7 @@ pub enum FailOn {
 
 /// Row order of `tensors`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SortBy {
+pub enum SortArg {
     /// By name, ascending.
     Name,
     /// By bytes, largest first.
@@ -189,10 +188,10 @@ pub struct SizeArgs {
     /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// What if the vocabulary had N rows.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = values::at_least_one::<u64>)]
     pub vocab: Option<u64>,
     /// What if the hidden size were N (changes the vocabulary layers only).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = values::at_least_one::<u64>)]
     pub hidden: Option<u64>,
     /// What if every floating-point tensor were stored as D (bf16, f16, f32, f8_e4m3 ...).
     #[arg(long, value_name = "D")]
@@ -211,9 +210,9 @@ pub struct SizeArgs {
 pub struct LookupArgs {
     /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
-    /// Row ids, e.g. `--id 0 42 9906`.
-    #[arg(long, num_args = 1.., value_name = "N", allow_negative_numbers = true, value_parser = usage::row_id)]
-    pub id: Vec<u64>,
+    /// Row ids and inclusive ranges, e.g. `--id 0 42 9906` or `--id 0-5,42`.
+    #[arg(long, num_args = 1.., value_name = "N", allow_negative_numbers = true, value_parser = values::id_list)]
+    pub id: Vec<IdList>,
     /// Exact vocabulary entries, as printed (` king`, `\n`, `\"`) or as
     /// stored (`Ġking` for byte-level BPE).
     #[arg(long, num_args = 1.., value_name = "STR")]
@@ -230,18 +229,18 @@ pub struct LookupArgs {
     /// Output format [default: from the -o extension (.json, .csv, .npy),
     /// else table]; `npy` writes a [n, d] float32 array and needs -o.
     #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    pub format: Option<FormatArg>,
     /// Write to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The matrix to read; `head` of a tied model is the embedding.
-    #[arg(long, value_enum, default_value_t = Which::Embed)]
-    pub matrix: Which,
+    #[arg(long, value_enum, default_value_t = MatrixArg::Embed)]
+    pub matrix: MatrixArg,
 }
 
 /// Output format of `lookup`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum FormatArg {
     /// Aligned text.
     Table,
     /// One JSON document (same as --json).
@@ -279,7 +278,7 @@ pub struct NeighborsArgs {
         value_name = "N",
         default_value_t = 10,
         allow_negative_numbers = true,
-        value_parser = usage::at_least_one::<usize>
+        value_parser = values::at_least_one::<usize>
     )]
     pub k: usize,
     /// Similarity.
@@ -290,10 +289,10 @@ pub struct NeighborsArgs {
     pub include_query: bool,
     /// Cut noise from the results (comma-separated or repeated).
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub filter: Vec<Filter>,
+    pub filter: Vec<FilterArg>,
     /// The matrix to search; `head` of a tied model is the embedding.
-    #[arg(long, value_enum, default_value_t = Which::Embed)]
-    pub matrix: Which,
+    #[arg(long, value_enum, default_value_t = MatrixArg::Embed)]
+    pub matrix: MatrixArg,
 }
 
 /// `--metric`.
@@ -303,4 +302,24 @@ pub enum MetricArg {
     Cosine,
     /// Plain dot product (what logits use, for the head).
     Dot,
+}
+
+/// `--matrix`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MatrixArg {
+    /// The input embedding.
+    Embed,
+    /// The output head (the embedding itself on a tied model).
+    Head,
+}
+
+/// `neighbors --filter`: rows a result may come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FilterArg {
+    /// Leave out special tokens (BOS, EOS, `[CLS]` ...).
+    NoSpecial,
+    /// Leave out rows beyond the tokenizer (padding rows no token reaches).
+    NoPadding,
+    /// Only tokens that contain a letter.
+    Letters,
 }

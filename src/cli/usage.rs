@@ -1,34 +1,13 @@
-//! The command line's conventions outside any one command: value parsers
-//! with messages that fit, argument errors as one `embscope: …` line, a
-//! MODEL given after its queries, completion scripts and the man page.
+//! How the command line answers a user who got it wrong: a parse error as
+//! one `embscope: …` line naming the command's `--help`, and a MODEL given
+//! after its queries pointed out.
 
 use std::path::Path;
 
 use clap::CommandFactory;
 use clap::error::ErrorKind;
 
-use crate::cli::Cli;
-
-/// Parses a row id: a non-negative integer.
-pub fn row_id(s: &str) -> Result<u64, String> {
-    s.parse().map_err(|_| {
-        if s.parse::<i128>().is_ok() {
-            "ids are non-negative integers".to_string()
-        } else {
-            "expected a non-negative integer".to_string()
-        }
-    })
-}
-
-/// Parses a count or size: an integer of at least 1 that fits `T`.
-pub fn at_least_one<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
-    match s.parse::<u64>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => T::try_from(n).map_err(|_| format!("{n} is too large")),
-        Err(_) if s.parse::<i128>().is_ok() => Err("must be at least 1".into()),
-        Err(_) => Err("expected a positive integer".into()),
-    }
-}
+use super::args::Cli;
 
 /// How a command-line parse error is shown: `None` for help and version,
 /// which clap prints as they are; otherwise one line, without the
@@ -84,20 +63,6 @@ pub fn swapped_model(command: &str, model: &str, later: &[String], rest: &str) -
     ))
 }
 
-/// The completion script for `shell`.
-pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
-    let mut out = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "embscope", &mut out);
-    out
-}
-
-/// The man page, as roff.
-pub fn man_page() -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,26 +75,11 @@ mod tests {
     }
 
     #[test]
-    fn numbers() {
-        assert_eq!(row_id("42"), Ok(42));
-        assert_eq!(row_id("-1").unwrap_err(), "ids are non-negative integers");
-        assert_eq!(row_id("x").unwrap_err(), "expected a non-negative integer");
-        assert_eq!(at_least_one::<u64>("1"), Ok(1));
-        assert_eq!(at_least_one::<u64>("0").unwrap_err(), "must be at least 1");
-        assert_eq!(at_least_one::<u64>("-5").unwrap_err(), "must be at least 1");
-        assert_eq!(at_least_one::<u8>("300").unwrap_err(), "300 is too large");
-        assert_eq!(
-            at_least_one::<u64>("5x").unwrap_err(),
-            "expected a positive integer"
-        );
-    }
-
-    #[test]
     fn parse_errors_are_one_line_with_the_command() {
         let e = error_of(&["embscope", "lookup", "m", "--id", "-1"]);
         assert_eq!(
             e,
-            "invalid value '-1' for '--id <N>...': ids are non-negative integers (see `embscope lookup --help`)"
+            "invalid value '-1' for '--id <N>...': ids are non-negative integers, not `-1` (see `embscope lookup --help`)"
         );
         let e = error_of(&["embscope", "info"]);
         assert!(

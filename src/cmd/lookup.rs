@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
+use crate::matrix::Matrix;
 use crate::roles::{Roles, Which};
 use crate::vocab::Vocab;
 use crate::{Error, Result};
@@ -11,8 +12,9 @@ use crate::{Error, Result};
 /// What to look up.
 #[derive(Debug, Clone)]
 pub enum Query {
-    /// Row ids.
-    Ids(Vec<u64>),
+    /// Row ids, as inclusive ranges (`5` is `(5, 5)`), checked against the
+    /// matrix before any is listed.
+    Ids(Vec<(u64, u64)>),
     /// Exact vocabulary entries.
     Tokens(Vec<String>),
     /// A text to tokenize, with or without special tokens.
@@ -64,7 +66,7 @@ pub fn run(
 ) -> Result<LookupReport> {
     let t = roles.matrix(ckpt, which)?;
     let m = ckpt.matrix(t)?;
-    let ids = resolve(ckpt, vocab, query)?;
+    let ids = resolve(ckpt, vocab, query, &m)?;
     let rows = ids
         .into_iter()
         .map(|id| {
@@ -154,9 +156,34 @@ pub fn unknown_token(vocab: &Vocab, token: &str) -> Error {
     ))
 }
 
-fn resolve(ckpt: &Checkpoint, vocab: Option<&Vocab>, query: &Query) -> Result<Vec<u64>> {
+fn resolve(
+    ckpt: &Checkpoint,
+    vocab: Option<&Vocab>,
+    query: &Query,
+    m: &Matrix,
+) -> Result<Vec<u64>> {
     match query {
-        Query::Ids(ids) => Ok(ids.clone()),
+        Query::Ids(ranges) => {
+            // Bounded before anything is listed: `0-99999999999` is an
+            // error, not an allocation.
+            let rows = m.rows() as u64;
+            let mut total = 0u64;
+            for &(a, b) in ranges {
+                if b >= rows {
+                    // The error naming the id and the matrix's rows.
+                    m.checked_row(b)?;
+                }
+                total += (b + 1).saturating_sub(a);
+            }
+            if total > rows {
+                return Err(Error::BadInput(format!(
+                    "--id names {total} rows, more than the {} of `{}`",
+                    m.rows(),
+                    m.name()
+                )));
+            }
+            Ok(ranges.iter().flat_map(|&(a, b)| a..=b).collect())
+        }
         Query::Tokens(tokens) => {
             let v = need_vocab(ckpt, vocab, "--token", "use --id")?;
             tokens

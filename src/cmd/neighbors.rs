@@ -15,7 +15,7 @@ use crate::vocab::{Vocab, WordMatch};
 use crate::{Error, Result};
 
 /// Rows a result may come from (`--filter`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Filter {
     /// Leave out special tokens (BOS, EOS, `[CLS]` ...).
     NoSpecial,

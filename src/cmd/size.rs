@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
-use crate::cli::SizeArgs;
 use crate::dtype::Dtype;
 use crate::roles::{Roles, TieStatus};
 use crate::{Error, Result};
@@ -103,8 +102,31 @@ pub struct WhatIf {
     pub delta_bytes: i128,
 }
 
-/// Builds the `size` report from headers.
-pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeReport> {
+/// The model `size` is asked to imagine: each figure left `None` stays as
+/// the files have it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scenario {
+    /// Vocabulary rows.
+    pub vocab: Option<u64>,
+    /// Hidden size of the vocabulary layers.
+    pub hidden: Option<u64>,
+    /// The dtype of every floating-point tensor (a float dtype).
+    pub dtype: Option<Dtype>,
+    /// Whether the head is tied to the embedding.
+    pub tied: Option<bool>,
+}
+
+impl Scenario {
+    /// True when any figure differs from the files': the report then has
+    /// its [`WhatIf`].
+    pub fn is_asked(&self) -> bool {
+        *self != Scenario::default()
+    }
+}
+
+/// Builds the `size` report from headers, with the figures of `scenario`
+/// when it asks for any.
+pub fn run(ckpt: &Checkpoint, roles: &Roles, scenario: &Scenario) -> Result<SizeReport> {
     let mut by: BTreeMap<_, DtypeTotal> = BTreeMap::new();
     for t in ckpt.tensors.values() {
         let e = by.entry(t.dtype).or_insert_with(|| DtypeTotal {
@@ -148,38 +170,17 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, args: &SizeArgs) -> Result<SizeRepo
         })
     };
 
-    let what_if = if args.vocab.is_some()
-        || args.hidden.is_some()
-        || args.dtype.is_some()
-        || args.tie
-        || args.untie
-    {
+    let what_if = if scenario.is_asked() {
         let emb = emb.ok_or_else(|| {
             Error::BadInput(format!(
                 "`{}`: no input embedding found, so there is nothing to vary",
                 ckpt.model
             ))
         })?;
-        let dtype = args
-            .dtype
-            .as_deref()
-            .map(|d| {
-                Dtype::parse(d).filter(|d| d.is_float()).ok_or_else(|| {
-                    Error::BadInput(format!(
-                        "--dtype `{d}` is not a floating-point dtype (expected bf16, f16, f32, f64, f8_e4m3, f8_e5m2, or a GGUF type: q8_0, q4_k, q6_k ...)"
-                    ))
-                })
-            })
-            .transpose()?;
-        let vocab = args.vocab.unwrap_or(emb.shape[0] as u64);
-        let hidden = args.hidden.unwrap_or(emb.shape[1] as u64);
-        let w_tied = if args.tie {
-            true
-        } else if args.untie {
-            false
-        } else {
-            tied
-        };
+        let dtype = scenario.dtype;
+        let vocab = scenario.vocab.unwrap_or(emb.shape[0] as u64);
+        let hidden = scenario.hidden.unwrap_or(emb.shape[1] as u64);
+        let w_tied = scenario.tied.unwrap_or(tied);
         let overflow = || Error::BadInput(format!("--vocab {vocab} × --hidden {hidden} overflows"));
         let layer = vocab.checked_mul(hidden).ok_or_else(overflow)?;
         let as_dtype = |stored: Dtype, params: u64| -> Result<u64> {

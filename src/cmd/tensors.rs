@@ -7,8 +7,16 @@ use serde::Serialize;
 
 use super::TensorSummary;
 use crate::checkpoint::Checkpoint;
-use crate::cli::SortBy;
 use crate::{Error, Result};
+
+/// Row order of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortBy {
+    /// By name, in natural order.
+    Name,
+    /// By bytes, largest first; equal sizes by name.
+    Size,
+}
 
 /// The `tensors` report.
 #[derive(Debug, Serialize)]

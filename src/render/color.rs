@@ -2,7 +2,16 @@
 //! conventions (`NO_COLOR`, `CLICOLOR_FORCE`, `CLICOLOR`), then whether
 //! stdout is a terminal. One function decides, so every command agrees.
 
-use crate::cli::ColorChoice;
+/// When to colour (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// Colour a terminal, as the environment allows.
+    Auto,
+    /// Always colour, even into a pipe or file.
+    Always,
+    /// Never colour.
+    Never,
+}
 
 /// Decides colour for `choice`, reading variables through `var` (unset and
 /// empty are the same) and `terminal` telling whether stdout is a terminal.

@@ -53,7 +53,7 @@ pub struct Style {
 
 impl Style {
     /// Decides from `--color`, the environment and whether stdout is a terminal.
-    pub fn detect(choice: crate::cli::ColorChoice) -> Style {
+    pub fn detect(choice: color::ColorChoice) -> Style {
         let var = |name: &str| std::env::var(name).ok();
         Style {
             color: color::enabled(choice, var, io::stdout().is_terminal()),

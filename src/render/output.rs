@@ -4,10 +4,32 @@
 
 use std::path::Path;
 
-use clap::ValueEnum;
-
-use crate::cli::Format;
 use crate::{Error, Result};
+
+/// What `lookup` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned text.
+    Table,
+    /// One JSON document.
+    Json,
+    /// Comma-separated: id, token, norm, v0 ... v{d-1}.
+    Csv,
+    /// numpy .npy, float32 [n, d].
+    Npy,
+}
+
+impl Format {
+    /// The name `--format` takes for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Npy => "npy",
+        }
+    }
+}
 
 /// The format for `lookup`: `--format` or `--json` when given, else the
 /// one the `-o` extension names (`.json`, `.csv`, `.npy`), else a table.
@@ -24,18 +46,18 @@ pub fn lookup_format(json: bool, format: Option<Format>, output: Option<&Path>) 
         (true, Some(f)) if f != Format::Json => {
             return Err(Error::BadInput(format!(
                 "--json and --format {} contradict each other: give one",
-                name(f)
+                f.name()
             )));
         }
         (true, _) => Some((Format::Json, "--json".to_string())),
-        (false, Some(f)) => Some((f, format!("--format {}", name(f)))),
+        (false, Some(f)) => Some((f, format!("--format {}", f.name()))),
         (false, None) => None,
     };
     match (asked, implied) {
         (Some((f, flag)), Some((path, g))) if f != g => Err(Error::BadInput(format!(
             "-o `{}` names a .{} file but {flag} was given: drop one or make them agree",
             path.display(),
-            name(g)
+            g.name()
         ))),
         (Some((f, _)), _) => Ok(f),
         (None, Some((_, g))) => Ok(g),
@@ -52,14 +74,6 @@ fn implied_by(path: &Path) -> Option<Format> {
         "npy" => Some(Format::Npy),
         _ => None,
     }
-}
-
-/// The `--format` value naming `f`, as clap parses it.
-fn name(f: Format) -> String {
-    f.to_possible_value()
-        .expect("every Format is a --format value")
-        .get_name()
-        .to_string()
 }
 
 #[cfg(test)]

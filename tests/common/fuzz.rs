@@ -7,9 +7,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use embscope::checkpoint::Checkpoint;
-use embscope::cli::{SizeArgs, SortBy};
 use embscope::cmd::check::{Check, ValuePass};
 use embscope::cmd::lookup::{self, Query};
+use embscope::cmd::size::Scenario;
+use embscope::cmd::tensors::SortBy;
 use embscope::cmd::undertrained::{self, ReferenceSpec, Request};
 use embscope::cmd::{info, size, tensors};
 use embscope::progress::Progress;
@@ -268,22 +269,14 @@ pub fn commands(model: &Path) -> embscope::Result<()> {
     let ckpt = Checkpoint::open(&model, "main")?;
     show(&tensors::run(&ckpt, None, SortBy::Name)?);
     let mut roles = Roles::resolve(&ckpt);
-    let size = SizeArgs {
-        model: model.clone(),
-        vocab: None,
-        hidden: None,
-        dtype: None,
-        tie: false,
-        untie: false,
-    };
-    show(&size::run(&ckpt, &roles, &size)?);
+    show(&size::run(&ckpt, &roles, &Scenario::default())?);
     roles.compare_head(&ckpt);
     let config = ckpt.config.as_ref().map(|c| &c.raw);
     let vocab = Vocab::load(&ckpt.sources.dir, config)?;
     show(&info::run(&ckpt, &roles, vocab.as_ref()));
     for which in [Which::Embed, Which::Head] {
         for id in [0, 1, 340, u64::from(u32::MAX) + 1] {
-            let query = Query::Ids(vec![id]);
+            let query = Query::Ids(vec![(id, id)]);
             if let Ok(report) = lookup::run(&ckpt, &roles, vocab.as_ref(), which, &query) {
                 let _ = render::json(&report);
             }
@@ -298,7 +291,7 @@ pub fn commands(model: &Path) -> embscope::Result<()> {
     let req = Request {
         top: 5,
         matrix: None,
-        reference: ReferenceSpec::parse("auto")?,
+        reference: ReferenceSpec::Auto,
         reachability: true,
         progress: false,
     };

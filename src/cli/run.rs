@@ -1,0 +1,264 @@
+//! A resolved command line carried out: open the model (its notes on
+//! stderr), load the vocabulary where the command needs it, call the
+//! command, print the report. What each command computes, and in what
+//! order its work overlaps, is the library's; only what the command line
+//! asked of the output is decided here.
+
+use std::io;
+use std::path::Path;
+
+use embscope::checkpoint::locate::locate;
+use embscope::checkpoint::{Checkpoint, WeightFormat};
+use embscope::cmd::lookup::Query;
+use embscope::cmd::neighbors::{self, QuerySpec};
+use embscope::cmd::{self, check, undertrained};
+use embscope::render;
+use embscope::roles::Roles;
+use embscope::vocab::{Preview, Vocab};
+use embscope::{Error, Result};
+
+use super::pages;
+use super::resolve::{Config, Lookup, Neighbors, Out, Task};
+use super::usage;
+
+/// Why a run stopped early.
+#[derive(Debug)]
+pub enum Stop {
+    /// Bad usage or bad input: printed, exit code 2.
+    Error(Error),
+    /// Writing stdout failed (a closed pipe ends quietly).
+    Output(io::Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Error(e)
+    }
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        Stop::Output(e)
+    }
+}
+
+/// Runs `config`; the exit code when it ran to the end: 0, or 1 when
+/// `check` found something at or above `--fail-on` or `tensors --filter`
+/// matched nothing.
+pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
+    let out = &config.out;
+    match &config.task {
+        Task::Info { model } => {
+            let (ckpt, mut roles) = open(model, config)?;
+            roles.compare_head(&ckpt);
+            let vocab = load_vocab(&ckpt)?;
+            emit(&cmd::info::run(&ckpt, &roles, vocab.as_ref()), out)?;
+        }
+        Task::Tensors {
+            model,
+            filter,
+            sort,
+        } => {
+            let ckpt = open_checkpoint(model, config)?;
+            let report = cmd::tensors::run(&ckpt, filter.as_deref(), *sort)?;
+            emit(&report, out)?;
+            // Like grep: a filter that matches nothing exits 1.
+            if let (Some(glob), 0) = (filter, report.count) {
+                if !out.quiet {
+                    eprintln!(
+                        "embscope: no tensor matches \"{glob}\" ({})",
+                        render::plural(report.total, "tensor")
+                    );
+                }
+                return Ok(1);
+            }
+        }
+        Task::Size { model, scenario } => {
+            let (ckpt, roles) = open(model, config)?;
+            emit(&cmd::size::run(&ckpt, &roles, scenario)?, out)?;
+        }
+        Task::Lookup(l) => lookup(l, config)?,
+        Task::Neighbors(n) => neighbors(n, config)?,
+        Task::Check { model, fail_on } => {
+            let (ckpt, mut roles) = open(model, config)?;
+            roles.compare_head(&ckpt);
+            let report = check::run(
+                &ckpt,
+                &roles,
+                out.progress,
+                || load_vocab(&ckpt),
+                |early| {
+                    if !out.json {
+                        let text = render::check::early(early.iter().copied(), &out.style);
+                        render::stdout(text.as_bytes())?;
+                    }
+                    Ok::<_, Stop>(())
+                },
+                |report| Ok(emit(report, out)?),
+            )?;
+            return Ok(u8::from(report.worst().is_some_and(|w| w >= *fail_on)));
+        }
+        Task::Undertrained { model, request } => {
+            let (ckpt, roles) = open(model, config)?;
+            // The tokenizer loads while the first reads of the matrices
+            // run, keeping its merges' places for the reachability test,
+            // and showing its vocab as soon as it is read.
+            let keep_merges = request.tests_reachability();
+            let load = |preview: &mut dyn FnMut(&Preview)| {
+                load_vocab_with(&ckpt, |dir, config| {
+                    Vocab::load_previewing(dir, config, keep_merges, preview)
+                })
+            };
+            let report = undertrained::run_loading(&ckpt, &roles, load, request)?;
+            print_notes(out, &report.notes);
+            if out.verbose {
+                for s in &report.stages {
+                    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+                    eprintln!(
+                        "stage: {} {:.1} ms (from {:.1} ms)",
+                        s.name,
+                        ms(s.took),
+                        ms(s.start)
+                    );
+                }
+            }
+            emit(&report, out)?;
+        }
+        Task::Completions(shell) => render::stdout(&pages::completions(*shell))?,
+        Task::Man => render::stdout(&pages::man_page()?)?,
+    }
+    Ok(0)
+}
+
+/// Writes `report` to stdout as `out` asks.
+fn emit<R: serde::Serialize + render::Human>(report: &R, out: &Out) -> io::Result<()> {
+    render::emit(report, out.json, &out.style)
+}
+
+fn open(model: &str, config: &Config) -> Result<(Checkpoint, Roles)> {
+    let ckpt = open_checkpoint(model, config)?;
+    let roles = Roles::resolve(&ckpt);
+    Ok((ckpt, roles))
+}
+
+/// Opens MODEL at `--revision` (`main` by default), first printing on
+/// stderr the notes on how it was located, and noting when a revision was
+/// given for a path, where it means nothing.
+fn open_checkpoint(model: &str, config: &Config) -> Result<Checkpoint> {
+    let revision = config.revision.as_deref();
+    if revision.is_some() && Path::new(model).exists() {
+        print_notes(
+            &config.out,
+            &[format!(
+                "--revision applies to Hub ids only; ignored for {model}"
+            )],
+        );
+    }
+    let sources = locate(model, revision.unwrap_or("main"))?;
+    print_notes(&config.out, &sources.notes);
+    let shown = sources.notes.len();
+    let ckpt = Checkpoint::open_located(model, sources)?;
+    // Notes made while opening (a split opened as its whole model).
+    print_notes(&config.out, &ckpt.sources.notes[shown..]);
+    Ok(ckpt)
+}
+
+/// Prints `notes` on stderr, one `note: …` line each, unless `--quiet`.
+fn print_notes(out: &Out, notes: &[String]) {
+    if !out.quiet {
+        for note in notes {
+            eprintln!("note: {note}");
+        }
+    }
+}
+
+fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>> {
+    load_vocab_with(ckpt, Vocab::load)
+}
+
+/// The vocabulary, loaded from tokenizer.json by `load` ([`Vocab::load`],
+/// or [`Vocab::load_previewing`] for `undertrained`), or from a GGUF
+/// file's metadata.
+fn load_vocab_with(
+    ckpt: &Checkpoint,
+    load: impl FnOnce(&Path, Option<&serde_json::Value>) -> Result<Option<Vocab>>,
+) -> Result<Option<Vocab>> {
+    if let (WeightFormat::Gguf, Some(metadata)) = (ckpt.format, ckpt.gguf_metadata()) {
+        // A GGUF file carries its vocabulary in its metadata.
+        return Vocab::from_gguf(&ckpt.shards[0].path, metadata);
+    }
+    load(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))
+}
+
+fn lookup(l: &Lookup, config: &Config) -> std::result::Result<(), Stop> {
+    use embscope::render::output::Format;
+    let (ckpt, roles) = open(&l.model, config)?;
+    // Rows by id into a .npy file carry no token strings: no tokenizer needed.
+    let vocab = match (&l.query, l.format) {
+        (Query::Ids(_), Format::Npy) => None,
+        _ => load_vocab(&ckpt)?,
+    };
+    let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), l.matrix, &l.query)?;
+    let bytes = match (l.format, &l.output) {
+        (Format::Npy, Some(path)) => return Ok(render::lookup::lookup_npy(&report, path)?),
+        (Format::Npy, None) => unreachable!("lookup_format refuses npy without -o"),
+        (Format::Json, _) => render::json(&report)?,
+        (Format::Csv, _) => render::lookup::lookup_csv(&report)?,
+        (Format::Table, _) => render::lookup::lookup_table(&report, l.full, &l.style).into_bytes(),
+    };
+    match &l.output {
+        Some(path) => std::fs::write(path, bytes).map_err(|err| {
+            Stop::Error(Error::Write {
+                path: path.to_path_buf(),
+                err,
+            })
+        }),
+        None => Ok(render::stdout(&bytes)?),
+    }
+}
+
+fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<(), Stop> {
+    let (ckpt, roles) = open(&n.model, config).map_err(|e| {
+        let later: Vec<String> = n
+            .request
+            .queries
+            .iter()
+            .filter_map(|q| match q {
+                QuerySpec::Expr(e) => Some(e.clone()),
+                QuerySpec::Text(_) => None,
+            })
+            .collect();
+        usage::swapped_model("neighbors", &n.model, &later, "QUERY...").map_or(e, Error::BadInput)
+    })?;
+    let mut req = n.request.clone();
+    if let Some(path) = &n.batch {
+        req.queries.extend(neighbors::read_batch(path)?);
+    }
+    let report = if req.needs_vocab() {
+        let vocab = load_vocab(&ckpt)?;
+        neighbors::run(&ckpt, &roles, vocab.as_ref(), n.matrix, &req)?
+    } else {
+        // Ids only: the scan need not wait for the tokenizer, which loads
+        // alongside it and names the results afterwards.
+        std::thread::scope(|s| -> Result<_> {
+            let loading = s.spawn(|| load_vocab(&ckpt));
+            let report = neighbors::run(&ckpt, &roles, None, n.matrix, &req);
+            let vocab = loading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            let mut report = report?;
+            if let Some(v) = &vocab {
+                report.name_tokens(v);
+            }
+            Ok(report)
+        })?
+    };
+    let out = &config.out;
+    print_notes(out, &report.notes);
+    if out.verbose {
+        let kernel = &report.kernel;
+        eprintln!("kernel: {} ({})", kernel.name, kernel.reason);
+    }
+    emit(&report, out)?;
+    Ok(())
+}
