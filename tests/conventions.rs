@@ -246,6 +246,98 @@ fn completions_and_man_page() {
 }
 
 #[test]
+fn the_man_page_is_one_page_with_exit_status_and_environment() {
+    let man = text(&["man"], 0);
+    // Every command in this page, with its options; none sent to a page of
+    // its own that nothing installs.
+    for cmd in [
+        "info",
+        "tensors",
+        "size",
+        "lookup",
+        "neighbors",
+        "check",
+        "undertrained",
+    ] {
+        assert!(man.contains(&format!(".SS \"embscope {cmd}\"")), "{cmd}");
+        assert!(!man.contains(&format!("embscope\\-{cmd}")), "{cmd}");
+    }
+    assert!(!man.contains("(1)"), "a reference to another page");
+    let section = |name: &str| {
+        let start = man
+            .find(&format!(".SH {name}\n"))
+            .or_else(|| man.find(&format!(".SH \"{name}\"\n")))
+            .unwrap_or_else(|| panic!("no {name} section"));
+        let rest = &man[start + 4..];
+        rest[..rest.find("\n.SH ").unwrap_or(rest.len())].to_string()
+    };
+    let commands = section("COMMANDS");
+    assert!(commands.contains("\\-\\-top"), "neighbors' options");
+    let exit = section("EXIT STATUS");
+    for code in ["0", "1", "2"] {
+        assert!(exit.contains(&format!("\\fB{code}\\fR")), "{exit}");
+    }
+    // Every variable the code reads is documented: those listed here, and
+    // any a `var("…")` or `var_os("…")` of src/ names.
+    let environment = section("ENVIRONMENT");
+    let mut names: Vec<String> = [
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "HF_HUB_CACHE",
+        "HF_HOME",
+        "OLLAMA_MODELS",
+        "EMBSCOPE_KERNEL",
+        "EMBSCOPE_CPU_MASK",
+    ]
+    .map(String::from)
+    .to_vec();
+    names.extend(variables_read(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src"
+    ))));
+    for name in names.iter().filter(|n| *n != "HOME") {
+        assert!(
+            environment.contains(&format!("\\fB{name}\\fR")),
+            "{name} is read but not in ENVIRONMENT"
+        );
+    }
+    assert!(names.iter().any(|n| n == "XDG_CACHE_HOME"), "{names:?}");
+}
+
+/// The names in `var("NAME")` and `var_os("NAME")` calls of the Rust files
+/// under `dir`, outside their tests.
+fn variables_read(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            names.extend(variables_read(&path));
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("tests.rs") {
+            continue;
+        }
+        // What the tests read is not the tool's environment.
+        let code = std::fs::read_to_string(&path).unwrap();
+        let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+        for call in ["var(\"", "var_os(\""] {
+            for (at, _) in code.match_indices(call) {
+                let rest = &code[at + call.len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if !name.is_empty() && rest[name.len()..].starts_with('"') {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
 fn units_plurals_and_labels() {
     // 1,050,644,672 bytes (once "1002.0 MiB"): one unit rule, three digits.
     let size = text(&["size", LLAMA, "--vocab", "4104000", "--hidden", "64"], 0);
