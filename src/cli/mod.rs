@@ -1,6 +1,6 @@
 //! The command line, resolved once: clap parses the arguments into
-//! [`Cli`], [`resolve`] turns them into a plain [`resolve::Config`], and
-//! [`run`] carries it out on the library. Nothing outside this folder and
+//! [`Cli`], [`resolve()`] turns them into a plain [`resolve::Config`], and
+//! [`run()`] carries it out on the library. Nothing outside this folder and
 //! `main.rs` sees clap.
 //!
 //! | file | what it owns |

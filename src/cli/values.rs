@@ -1,6 +1,6 @@
 //! What the command line's values may be: lists of ids and ranges, and
-//! counts. Each parser's message fits after clap's "invalid value 'X' for
-//! '--flag <N>': " and after `--reference: `, so one message serves both.
+//! counts. Each parser's message fits after clap's `invalid value 'X' for
+//! '--flag <N>': ` and after `--reference: `, so one message serves both.
 
 /// One `--id` value: ids and inclusive ranges, as [`id_list`] reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
