@@ -6,12 +6,14 @@
 //! embedding and which the head; [`vocab`] reads the tokenizer files;
 //! [`matrix`] gives typed rows over the mapped bytes and [`search`] streams
 //! them; the [`cmd`] modules compute plain reports; [`render`] prints them
-//! as text or JSON. The command line is the binary's (`src/cli/`): it
-//! resolves the arguments into the plain requests these modules take, so
-//! nothing here knows clap.
+//! as text or JSON. On top, [`cli`] parses the command line with clap and
+//! resolves it once into the plain requests these modules take, so nothing
+//! below it knows clap; [`usage`] holds its conventions (value parsers,
+//! one-line argument errors).
 
 mod aligned;
 pub mod checkpoint;
+pub mod cli;
 pub mod cmd;
 mod cpu;
 pub mod dtype;
@@ -23,6 +25,7 @@ pub mod render;
 mod repeats;
 pub mod roles;
 pub mod search;
+pub mod usage;
 pub mod vocab;
 
 pub use error::{Error, Result};

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
-use super::values::{self, IdList};
+use crate::usage::{self, IdList};
 
 /// Inspect the vocabulary layers (input embedding and LM head) of a
 /// language-model checkpoint, straight from its safetensors or GGUF files.
@@ -188,10 +188,10 @@ pub struct SizeArgs {
     /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// What if the vocabulary had N rows.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = values::at_least_one::<u64>)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
     pub vocab: Option<u64>,
     /// What if the hidden size were N (changes the vocabulary layers only).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = values::at_least_one::<u64>)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = usage::at_least_one::<u64>)]
     pub hidden: Option<u64>,
     /// What if every floating-point tensor were stored as D (bf16, f16, f32, f8_e4m3 ...).
     #[arg(long, value_name = "D")]
@@ -211,7 +211,7 @@ pub struct LookupArgs {
     /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// Row ids and inclusive ranges, e.g. `--id 0 42 9906` or `--id 0-5,42`.
-    #[arg(long, num_args = 1.., value_name = "N", allow_negative_numbers = true, value_parser = values::id_list)]
+    #[arg(long, num_args = 1.., value_name = "N", allow_negative_numbers = true, value_parser = usage::id_list)]
     pub id: Vec<IdList>,
     /// Exact vocabulary entries, as printed (` king`, `\n`, `\"`) or as
     /// stored (`Ġking` for byte-level BPE).
@@ -278,7 +278,7 @@ pub struct NeighborsArgs {
         value_name = "N",
         default_value_t = 10,
         allow_negative_numbers = true,
-        value_parser = values::at_least_one::<usize>
+        value_parser = usage::at_least_one::<usize>
     )]
     pub k: usize,
     /// Similarity.

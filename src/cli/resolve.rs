@@ -9,25 +9,25 @@ use std::path::PathBuf;
 
 use clap_complete::Shell;
 
-use embscope::cmd::check::Severity;
-use embscope::cmd::lookup::Query;
-use embscope::cmd::neighbors::{self, Filter, QuerySpec};
-use embscope::cmd::size::Scenario;
-use embscope::cmd::tensors::SortBy;
-use embscope::cmd::undertrained::{self, ReferenceSpec};
-use embscope::dtype::Dtype;
-use embscope::render::Style;
-use embscope::render::color::ColorChoice;
-use embscope::render::output::{self, Format};
-use embscope::roles::Which;
-use embscope::search::Metric;
-use embscope::{Error, Result};
+use crate::cmd::check::Severity;
+use crate::cmd::lookup::Query;
+use crate::cmd::neighbors::{self, Filter, QuerySpec};
+use crate::cmd::size::Scenario;
+use crate::cmd::tensors::SortBy;
+use crate::cmd::undertrained::{self, ReferenceSpec};
+use crate::dtype::Dtype;
+use crate::render::Style;
+use crate::render::color::ColorChoice;
+use crate::render::output::{self, Format};
+use crate::roles::Which;
+use crate::search::Metric;
+use crate::{Error, Result};
 
 use super::args::{
     Cli, ColorArg, Command, FailOn, FilterArg, FormatArg, LookupArgs, MatrixArg, MetricArg,
     NeighborsArgs, SizeArgs, SortArg, UndertrainedArgs,
 };
-use super::values;
+use crate::usage;
 
 /// The whole command line, resolved.
 #[derive(Debug)]
@@ -260,7 +260,7 @@ fn undertrained(args: UndertrainedArgs, out: &Out) -> Result<Task> {
     let reference = if args.reference.trim() == "auto" {
         ReferenceSpec::Auto
     } else {
-        let ids = values::id_list(&args.reference).map_err(|what| {
+        let ids = usage::id_list(&args.reference).map_err(|what| {
             Error::BadInput(format!(
                 "--reference: {what}; expected `auto` or ids and ranges such as `100-200,5`"
             ))

@@ -7,19 +7,19 @@
 use std::io;
 use std::path::Path;
 
-use embscope::checkpoint::locate::locate;
-use embscope::checkpoint::{Checkpoint, WeightFormat};
-use embscope::cmd::lookup::Query;
-use embscope::cmd::neighbors::{self, QuerySpec};
-use embscope::cmd::{self, check, undertrained};
-use embscope::render;
-use embscope::roles::Roles;
-use embscope::vocab::{Preview, Vocab};
-use embscope::{Error, Result};
+use crate::checkpoint::locate::locate;
+use crate::checkpoint::{Checkpoint, WeightFormat};
+use crate::cmd::lookup::Query;
+use crate::cmd::neighbors::{self, QuerySpec};
+use crate::cmd::{self, check, undertrained};
+use crate::render;
+use crate::roles::Roles;
+use crate::vocab::{Preview, Vocab};
+use crate::{Error, Result};
 
 use super::pages;
 use super::resolve::{Config, Lookup, Neighbors, Out, Task};
-use super::usage;
+use crate::usage;
 
 /// Why a run stopped early.
 #[derive(Debug)]
@@ -191,7 +191,7 @@ fn load_vocab_with(
 }
 
 fn lookup(l: &Lookup, config: &Config) -> std::result::Result<(), Stop> {
-    use embscope::render::output::Format;
+    use crate::render::output::Format;
     let (ckpt, roles) = open(&l.model, config)?;
     // Rows by id into a .npy file carry no token strings: no tokenizer needed.
     let vocab = match (&l.query, l.format) {

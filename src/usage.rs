@@ -1,6 +1,66 @@
-//! What the command line's values may be: lists of ids and ranges, and
-//! counts. Each parser's message fits after clap's `invalid value 'X' for
-//! '--flag <N>': ` and after `--reference: `, so one message serves both.
+//! The command line's conventions outside any one command: value parsers
+//! whose messages fit after clap's `invalid value 'X' for '--flag <N>': `
+//! (lists of ids and ranges, counts), argument errors as one `embscope: …`
+//! line naming the command's `--help`, and a MODEL given after its queries
+//! pointed out. It knows clap's error and command types, not embscope's
+//! own command line, which [`crate::cli`] builds on top of it.
+
+use std::path::Path;
+
+use clap::error::ErrorKind;
+
+/// How a command-line parse error is shown: `None` for help and version,
+/// which clap prints as they are; otherwise one line, without the
+/// `embscope: ` prefix, naming the `--help` of the command in `args` (the
+/// command line after the program name) of the command `cli`.
+pub fn one_line(err: &clap::Error, cli: &clap::Command, args: &[String]) -> Option<String> {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return None;
+    }
+    // clap renders: "error: MESSAGE\n  more\n\n  tip: ...\n\nUsage: ...".
+    let text = err.render().to_string();
+    let mut paragraphs = text
+        .split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "));
+    let first = paragraphs.next().unwrap_or_default();
+    let message = first.strip_prefix("error: ").unwrap_or(&first).to_string();
+    let mut extra: Vec<String> = paragraphs
+        .filter_map(|p| p.strip_prefix("tip: ").map(str::to_string))
+        .collect();
+    extra.push(format!("see `{} --help`", command_of(cli, args)));
+    Some(format!("{message} ({})", extra.join("; ")))
+}
+
+/// `embscope SUBCOMMAND`, naming the first of `args` (the command line
+/// after the program name) that is a subcommand, or just `embscope`.
+fn command_of(cli: &clap::Command, args: &[String]) -> String {
+    let sub = args
+        .iter()
+        .find(|a| cli.get_subcommands().any(|c| c.get_name() == a.as_str()));
+    match sub {
+        Some(sub) => format!("embscope {sub}"),
+        None => "embscope".to_string(),
+    }
+}
+
+/// When MODEL cannot be opened, is no path at all, and one of the later
+/// positional arguments is an existing path, the user most likely swapped
+/// them: the message saying so, for `command` whose usage is
+/// `embscope command MODEL rest`.
+pub fn swapped_model(command: &str, model: &str, later: &[String], rest: &str) -> Option<String> {
+    if Path::new(model).exists() {
+        return None;
+    }
+    let found = later.iter().find(|q| Path::new(q).exists())?;
+    Some(format!(
+        "`{model}` is not a model and `{found}` is; MODEL comes first: embscope {command} MODEL {rest}"
+    ))
+}
 
 /// One `--id` value: ids and inclusive ranges, as [`id_list`] reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,5 +182,24 @@ mod tests {
             at_least_one::<u64>("5x").unwrap_err(),
             "expected a positive integer"
         );
+    }
+
+    #[test]
+    fn swapped_only_when_a_later_argument_exists() {
+        let here = env!("CARGO_MANIFEST_DIR").to_string();
+        let msg = swapped_model("neighbors", "king", std::slice::from_ref(&here), "QUERY...");
+        assert_eq!(
+            msg.unwrap(),
+            format!(
+                "`king` is not a model and `{here}` is; MODEL comes first: embscope neighbors MODEL QUERY..."
+            )
+        );
+        assert_eq!(
+            swapped_model("neighbors", "m", &["king".into()], "QUERY..."),
+            None
+        );
+        // A model that exists but does not open keeps its own error.
+        let later = [here.clone()];
+        assert_eq!(swapped_model("neighbors", &here, &later, "Q"), None);
     }
 }
