@@ -21,6 +21,7 @@ pub mod error;
 pub mod matrix;
 mod median;
 pub mod progress;
+pub mod query;
 pub mod render;
 mod repeats;
 pub mod roles;

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
 use crate::matrix::Matrix;
+use crate::query::{encode_text, need_vocab, token_id};
 use crate::roles::{Roles, Which};
 use crate::vocab::Vocab;
 use crate::{Error, Result};
@@ -90,70 +91,6 @@ pub fn run(
         tokenizer: vocab.is_some(),
         rows,
     })
-}
-
-/// The vocabulary, or an error saying a tokenizer is needed for `what`
-/// and what to do `instead`.
-pub fn need_vocab<'v>(
-    ckpt: &Checkpoint,
-    vocab: Option<&'v Vocab>,
-    what: &str,
-    instead: &str,
-) -> Result<&'v Vocab> {
-    vocab.ok_or_else(|| {
-        Error::BadInput(format!(
-            "{what} needs a tokenizer, and there is {}; {instead}",
-            ckpt.no_vocab()
-        ))
-    })
-}
-
-/// The token ids of `--text`: an error when there is no tokenizer, the
-/// text is empty, or it encodes to no tokens (whitespace is text: `" "`
-/// and `"\n"` are tokens in byte-level vocabularies).
-pub fn encode_text(
-    ckpt: &Checkpoint,
-    vocab: Option<&Vocab>,
-    text: &str,
-    add_special_tokens: bool,
-    instead: &str,
-) -> Result<Vec<u32>> {
-    let v = need_vocab(ckpt, vocab, "--text", instead)?;
-    if text.is_empty() {
-        return Err(Error::BadInput("--text is empty".into()));
-    }
-    let ids = v.encode(text, add_special_tokens)?;
-    if ids.is_empty() {
-        return Err(Error::BadInput(format!(
-            "--text {text:?} encodes to no tokens"
-        )));
-    }
-    Ok(ids)
-}
-
-/// A vocabulary entry's id, or an error with close entries.
-pub fn token_id(vocab: &Vocab, token: &str) -> Result<u32> {
-    vocab
-        .entry_id(token)
-        .ok_or_else(|| unknown_token(vocab, token))
-}
-
-/// The error for a token that is not in the vocabulary, with close entries.
-pub fn unknown_token(vocab: &Vocab, token: &str) -> Error {
-    let close: Vec<String> = vocab
-        .suggest(token, 5)
-        .into_iter()
-        .map(|(id, raw)| format!("`{raw}` (#{id})"))
-        .collect();
-    let hint = if close.is_empty() {
-        String::new()
-    } else {
-        format!("; close entries: {}", close.join(", "))
-    };
-    Error::BadInput(format!(
-        "token `{token}` is not in the vocabulary of `{}`{hint}",
-        vocab.file().display()
-    ))
 }
 
 fn resolve(
