@@ -25,6 +25,7 @@ pub mod query;
 pub mod render;
 mod repeats;
 pub mod roles;
+mod rows;
 pub mod search;
 pub mod usage;
 pub mod vocab;

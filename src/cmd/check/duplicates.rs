@@ -1,5 +1,5 @@
 //! The `duplicate-rows` finding: rows whose duplicate keys (see
-//! `rows::row_key`) are equal, confirmed byte for byte.
+//! `rows::key::row_key`) are equal, confirmed byte for byte.
 
 use serde_json::{Value, json};
 

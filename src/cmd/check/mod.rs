@@ -23,7 +23,6 @@
 mod duplicates;
 mod header;
 mod pass;
-mod rows;
 mod special;
 mod undertrained;
 mod values;

@@ -15,12 +15,12 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use super::rows::{self, RowSummary};
 use super::undertrained::Reference;
 use crate::checkpoint::{Checkpoint, TensorEntry};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, TieStatus};
+use crate::rows::summary::{self, RowSummary};
 use crate::search::{self, F32Column, U64Column};
 
 /// What the pass learns about one matrix.
@@ -28,7 +28,7 @@ use crate::search::{self, F32Column, U64Column};
 pub(crate) struct Stats {
     /// L2 norm of every row (NaN for rows holding NaN or Inf).
     pub norms: Vec<f32>,
-    /// Every row's duplicate key (see [`rows::row_key`]).
+    /// Every row's duplicate key (see [`crate::rows::key::row_key`]).
     pub hashes: Vec<u64>,
     /// Rows holding a NaN, ascending.
     pub nan: Vec<u32>,
@@ -134,7 +134,7 @@ pub(crate) fn scan(
                 Some(Some(r)) => r.mean.as_deref(),
             };
             run.block.clear();
-            rows::summarize(dtype, cols, raw, dotted, &mut run.scratch, &mut run.block);
+            summary::summarize(dtype, cols, raw, dotted, &mut run.scratch, &mut run.block);
             for (i, r) in run.block.iter().enumerate() {
                 let id = first + i;
                 columns.put(id, r);
@@ -181,7 +181,7 @@ pub(crate) fn complete_dots(m: &Matrix, sums: &mut Sums, mean: &[f32]) {
         .map_init(Vec::new, |scratch, range| {
             let mut rows = Vec::with_capacity(range.len());
             let raw = m.block_bytes(range.clone());
-            rows::summarize(dtype, cols, raw, Some(mean), scratch, &mut rows);
+            summary::summarize(dtype, cols, raw, Some(mean), scratch, &mut rows);
             (range.start, rows.iter().map(|r| r.dot).collect())
         })
         .collect();

@@ -12,7 +12,7 @@
 //! same read as the sum of the rows for their mean, which it needs only
 //! afterwards), accumulated in f32
 //! within a chunk of rows and f64 across chunks, on all cores; BF16 rows
-//! are decoded in registers (see `kernel`), nothing the size of the
+//! are decoded in registers (see `rows::row`), nothing the size of the
 //! sample is copied. A component with a spectral gap is found to within a
 //! fraction of a degree by the sample in a few iterations (tested below:
 //! each one shrinks the error by the ratio of the top two variances).
@@ -35,8 +35,9 @@ use crate::aligned::Aligned;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
-use super::kernel::{Bf16, Row, axpy, dots, prefetch};
 use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
+use crate::rows::dots::{axpy, dots};
+use crate::rows::row::{Bf16, Row, prefetch};
 
 /// Rows sampled (in evenly spaced runs) for the component.
 pub(crate) const SAMPLE_ROWS: usize = 4096;

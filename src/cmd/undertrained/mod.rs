@@ -19,9 +19,7 @@
 //! into the indicators.
 
 mod component;
-mod dpbf16;
 mod indicators;
-pub(crate) mod kernel;
 mod pass;
 mod plan;
 mod reach;
@@ -46,6 +44,7 @@ use crate::checkpoint::{Checkpoint, WeightFormat};
 use crate::matrix::Matrix;
 use crate::median;
 use crate::roles::{Roles, Which};
+use crate::rows::mean::mean_of;
 use crate::vocab::{Preview, TokenKind, Vocab};
 use indicators::Indicators;
 use pass::RowSums;
@@ -173,7 +172,7 @@ pub(crate) fn auto_reference(
     let ids = reference::resolve(&ReferenceSpec::Auto, vocab, m.rows(), m.name())
         .map(|r| r.ids)
         .unwrap_or_default();
-    let mean = indicators::mean_of(m, &ids);
+    let mean = mean_of(m, &ids);
     (ids, mean)
 }
 

@@ -7,14 +7,11 @@
 //! is known get their `r·m` from a second read of just those blocks
 //! ([`catch_up`]).
 //!
-//! BF16 rows are read in place (see `kernel`), other dtypes converted to
-//! f32 a block at a time. Nothing the size of the matrix is allocated
-//! beyond three f32 per row. The block work is compiled for AVX-512 and for
-//! AVX2, both with fused multiply-adds and the same sums bit for bit, and
-//! portable; the widest the CPU has runs (see `cpu::RowBuild`). A BF16
-//! matrix dotted with two vectors of BF16 values (an untied head, see
-//! `plan`) is read with `vdpbf16ps` where the CPU has it (see `dpbf16`):
-//! the same products, summed in another order.
+//! Each block's sums come from the shared row loops (`rows::sums`);
+//! nothing the size of the matrix is allocated beyond three f32 per row. A
+//! BF16 matrix dotted with two vectors of BF16 values (an untied head, see
+//! `plan`) is read with `vdpbf16ps` where the CPU has it
+//! (`rows::dpbf16`): the same products, summed in another order.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -27,9 +24,9 @@ use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::search::{self, F32Column};
 
-use super::dpbf16::{self, Bf16Vectors};
-use super::kernel::{Bf16, dots_each};
-use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
+use crate::cpu::RowBuild;
+use crate::rows::dpbf16::{self, Bf16Vectors};
+use crate::rows::sums::block_sums;
 
 /// Per-row sums from the pass over a matrix.
 #[derive(Debug, Default)]
@@ -57,95 +54,6 @@ struct Run {
     buf: Vec<f32>,
     block: Vec<[f32; 3]>,
     pending: Vec<Range<usize>>,
-}
-
-/// A block's rows and the vectors they are dotted with.
-#[derive(Clone, Copy)]
-struct Rows<'a> {
-    /// The rows decoded to f32 (dtypes other than BF16).
-    buf: &'a [f32],
-    /// Whole BF16 rows as stored, read in place (decoded in registers, so
-    /// the decoding shares the wide instructions); then `buf` is unused.
-    raw: Option<&'a [u8]>,
-    cols: usize,
-    /// The reference mean, if known.
-    mean: Option<&'a [f32]>,
-    /// The principal component, if any.
-    pc: Option<&'a [f32]>,
-}
-
-/// The block's per-row sums `|r|²`, `r·m` and `r·c` (0 for a vector not
-/// given, which costs nothing), NaN for a row that is not finite,
-/// appended to `out`.
-#[inline(always)]
-fn block_body<const FMA: bool>(b: Rows, out: &mut Vec<[f32; 3]>) {
-    match (b.mean, b.pc) {
-        (Some(m), Some(c)) => rows::<FMA, 2>(b, [m, c], [1, 2], out),
-        (Some(m), None) => rows::<FMA, 1>(b, [m], [1], out),
-        (None, Some(c)) => rows::<FMA, 1>(b, [c], [2], out),
-        (None, None) => rows::<FMA, 0>(b, [], [], out),
-    }
-}
-
-/// [`block_body`] with the `N` vectors given, whose dot products go to
-/// the places `at` of each row's sums.
-#[inline(always)]
-fn rows<const FMA: bool, const N: usize>(
-    b: Rows,
-    vs: [&[f32]; N],
-    at: [usize; N],
-    out: &mut Vec<[f32; 3]>,
-) {
-    let Rows { buf, raw, cols, .. } = b;
-    let n = raw.map_or(buf.len(), |raw| raw.len() / 2) / cols;
-    out.reserve(n);
-    let put = |(sq, d): (f32, [f32; N])| {
-        let mut sums = [sq, 0.0, 0.0];
-        for (k, v) in at.into_iter().zip(d) {
-            sums[k] = v;
-        }
-        out.push(if sq.is_finite() { sums } else { [f32::NAN; 3] });
-    };
-    match raw {
-        Some(raw) => {
-            let row = |i: usize| Bf16(&raw[i * cols * 2..(i + 1) * cols * 2]);
-            dots_each::<FMA, N, _>(n, row, vs, put);
-        }
-        None => dots_each::<FMA, N, _>(n, |i| &buf[i * cols..(i + 1) * cols], vs, put),
-    }
-}
-
-/// [`block_body`] compiled for AVX-512, with fused multiply-adds.
-///
-/// # Safety
-/// The CPU must have AVX-512F and BW, and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,fma")]
-unsafe fn block_avx512(b: Rows, out: &mut Vec<[f32; 3]>) {
-    block_body::<true>(b, out)
-}
-
-/// [`block_body`] compiled for AVX2, with fused multiply-adds.
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn block_avx2(b: Rows, out: &mut Vec<[f32; 3]>) {
-    block_body::<true>(b, out)
-}
-
-/// [`block_body`] in the `build` given.
-fn block(build: RowBuild, b: Rows, out: &mut Vec<[f32; 3]>) {
-    match build.isa() {
-        // SAFETY: a `RowBuild` runs only on a CPU with its instructions.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { block_avx512(b, out) },
-        // SAFETY: as above.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { block_avx2(b, out) },
-        _ => block_body::<PORTABLE_FUSES>(b, out),
-    }
 }
 
 /// Reads `m` once for per-row sums against the `reference` mean and the
@@ -184,7 +92,7 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
         .into_par_iter()
         .map(|range| {
             let (first, mut sums) = (range.start, Vec::new());
-            visit(
+            block_sums(
                 build,
                 m,
                 &mut Vec::new(),
@@ -203,42 +111,10 @@ pub(crate) fn catch_up(m: &Matrix, rows: &mut RowSums, mean: &[f32]) {
     }
 }
 
-/// The block of whole `rows` of `m` (`buf` holds the decoded values of
-/// other dtypes than BF16, which are read in place): its per-row sums,
-/// appended to `out`.
-fn visit(
-    build: RowBuild,
-    m: &Matrix,
-    buf: &mut Vec<f32>,
-    rows: Range<usize>,
-    mean: Option<&[f32]>,
-    pc: Option<&[f32]>,
-    out: &mut Vec<[f32; 3]>,
-) {
-    let bf16 = m.dtype() == Dtype::BF16;
-    let raw = m.block_bytes(rows.clone());
-    if !bf16 {
-        buf.resize(rows.len() * m.cols(), 0.0);
-        m.block_into(rows, buf);
-    }
-    let (raw, cols) = (bf16.then_some(raw), m.cols());
-    block(
-        build,
-        Rows {
-            buf,
-            raw,
-            cols,
-            mean,
-            pc,
-        },
-        out,
-    )
-}
-
 /// [`sums`] in the `build` given, so tests can compare them.
 /// With `bf16_dots`, a BF16 matrix dotted with both a mean known from the
 /// start and a component, both of BF16 values, is read by `vdpbf16ps`
-/// (see `dpbf16`).
+/// (see `rows::dpbf16`).
 fn sums_with(
     build: RowBuild,
     bf16_dots: bool,
@@ -270,7 +146,7 @@ fn sums_with(
             run.block.clear();
             match &bf16_vectors {
                 Some(p) => dpbf16::rows(raw, p, &mut run.block),
-                None => visit(build, m, &mut run.buf, rows, mean, pc, &mut run.block),
+                None => block_sums(build, m, &mut run.buf, rows, mean, pc, &mut run.block),
             }
             for (i, sums) in run.block.iter().enumerate() {
                 for (column, &x) in columns.iter().zip(sums) {

@@ -32,14 +32,15 @@ use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use super::component::{self, Component};
-use super::dpbf16;
-use super::indicators::{Indicators, cosines, distances, mean_of, norms};
+use super::indicators::{Indicators, cosines, distances, norms};
 use super::reach;
 use super::reference::{self, Reference, ReferenceSpec};
 use super::{Request, pass};
 use crate::aligned::Aligned;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
+use crate::rows::dpbf16;
+use crate::rows::mean::mean_of;
 use crate::vocab::{Preview, Vocab};
 
 /// One timed stage of a run.
@@ -293,7 +294,7 @@ fn head(
     }
     // An untied head is dotted with both vectors rounded to BF16, on every
     // CPU, so that those with AVX512_BF16 read it at the speed of the
-    // embedding's pass (see `dpbf16`): the cosines are then to the rounded
+    // embedding's pass (see `rows::dpbf16`): the cosines are then to the rounded
     // mean, the rounded component removed, a difference in about their
     // fifth digit. A tied head keeps them as they are, for the distances
     // to the mean taken from the same sums.

@@ -1,86 +1,17 @@
-//! The per-row loops of `undertrained`'s passes and of `check`'s value
-//! pass: `r·r` with the dot products against up to two vectors (only the
-//! vectors given cost anything), and `acc += y·r`, over a row of f32
-//! values or of BF16 bytes read in place (decoded in registers a step at a
-//! time), with or without fused multiply-adds, written so the compiler
-//! vectorises them; and prefetching of the bytes ahead. `check` and
-//! `undertrained` share these loops, so their sums agree bit for bit.
+//! The dot-product loops: `r·r` with the dot products against up to two
+//! vectors (only the vectors given cost anything), one row or a tile of
+//! rows at a time, and `acc += y·r` over several rows, over any [`Row`],
+//! with or without fused multiply-adds, written so the compiler
+//! vectorises them. `check`, `undertrained` and the component share these
+//! loops, so their sums agree bit for bit.
+
+use super::row::{L, Row};
 
 /// `x * y + acc`, fused when `FMA` (only in builds for CPUs that have
 /// it: elsewhere `mul_add` is a slow library call).
 #[inline(always)]
 pub(crate) fn madd<const FMA: bool>(x: f32, y: f32, acc: f32) -> f32 {
     if FMA { x.mul_add(y, acc) } else { x * y + acc }
-}
-
-/// f32 lanes per step of the row loops.
-pub(crate) const L: usize = 32;
-
-/// A row as the loops read it: f32 values, or BF16 bytes decoded a step
-/// at a time in registers (no decoded copy of the row is written).
-pub(crate) trait Row: Copy {
-    /// Number of values.
-    fn len(self) -> usize;
-    /// Values `k..k + L` (`k + L <= len`).
-    fn chunk(self, k: usize) -> [f32; L];
-    /// Value `j`.
-    fn at(self, j: usize) -> f32;
-    /// Asks for the stored bytes of values `k..k + L`, a fixed distance
-    /// further on, to be brought into cache (see `cpu::prefetch_ahead`):
-    /// rows read in place from a mapped matrix do; values already in
-    /// memory (converted rows) need not.
-    #[inline(always)]
-    fn prefetch_ahead(self, _k: usize) {}
-}
-
-impl Row for &[f32] {
-    #[inline(always)]
-    fn len(self) -> usize {
-        <[f32]>::len(self)
-    }
-    #[inline(always)]
-    fn chunk(self, k: usize) -> [f32; L] {
-        self[k..k + L].try_into().expect("L values")
-    }
-    #[inline(always)]
-    fn at(self, j: usize) -> f32 {
-        self[j]
-    }
-}
-
-#[inline(always)]
-fn bf16(lo: u8, hi: u8) -> f32 {
-    f32::from_bits(u32::from(u16::from_le_bytes([lo, hi])) << 16)
-}
-
-/// A row of little-endian BF16 values, widened 16 at a time from 32-byte
-/// loads. (Reading 32-bit words and splitting each into its two values
-/// with a shift and a mask takes fewer instructions, but on the benchmark
-/// checkpoint, whose tensors start 32 and 40 bytes past a cache line, the
-/// passes were no faster and `undertrained`'s head pass slower: each
-/// 64-byte load then straddles two lines.)
-#[derive(Clone, Copy)]
-pub(crate) struct Bf16<'a>(pub(crate) &'a [u8]);
-
-impl Row for Bf16<'_> {
-    #[inline(always)]
-    fn len(self) -> usize {
-        self.0.len() / 2
-    }
-    #[inline(always)]
-    fn chunk(self, k: usize) -> [f32; L] {
-        let bytes: &[u8; 2 * L] = self.0[2 * k..2 * (k + L)].try_into().expect("2L bytes");
-        std::array::from_fn(|i| bf16(bytes[2 * i], bytes[2 * i + 1]))
-    }
-    #[inline(always)]
-    fn at(self, j: usize) -> f32 {
-        bf16(self.0[2 * j], self.0[2 * j + 1])
-    }
-    #[inline(always)]
-    fn prefetch_ahead(self, k: usize) {
-        // A step's 64 bytes: one line's worth.
-        crate::cpu::prefetch_ahead(self.0.as_ptr().wrapping_add(2 * k));
-    }
 }
 
 /// `r·r` and `r·v` for each of the `N` vectors (at most 2, each of
@@ -211,7 +142,7 @@ pub(crate) fn dots_rows<const FMA: bool, const N: usize, const R: usize, T: Row>
 /// turn), `acc` read and written once for all of them: a step of [`L`]
 /// values is kept in registers while each row's step is added.
 #[inline(always)]
-pub(super) fn axpy<const FMA: bool, T: Row>(acc: &mut [f32], ys: &[f32], rows: &[T]) {
+pub(crate) fn axpy<const FMA: bool, T: Row>(acc: &mut [f32], ys: &[f32], rows: &[T]) {
     let whole = acc.len() / L * L;
     for k in (0..whole).step_by(L) {
         let ac: &mut [f32; L] = (&mut acc[k..k + L]).try_into().expect("L values");
@@ -231,26 +162,10 @@ pub(super) fn axpy<const FMA: bool, T: Row>(acc: &mut [f32], ys: &[f32], rows: &
     }
 }
 
-/// Asks for `bytes` to be brought into cache, one request per 64-byte line
-/// (for a row read out of order, such as the component sample's next one;
-/// rows read in order ask as they go, see [`Row::prefetch_ahead`]).
-#[inline(always)]
-pub(crate) fn prefetch(bytes: Option<&[u8]>) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(bytes) = bytes {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        for line in bytes.chunks(64) {
-            // SAFETY: prefetching is a hint; any address is allowed.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rows::row::Bf16;
 
     #[test]
     fn rows_at_once_sum_as_one_at_a_time_bit_for_bit() {

@@ -5,7 +5,7 @@
 //! widened to f32. The two vectors (the reference mean `m` and the
 //! component `c`) must be BF16 values themselves: an untied head's pass
 //! dots with both rounded to BF16 (see [`rounded`] and `plan`), on every
-//! CPU, so this loop and the f32 loops (see `kernel`) dot the same values.
+//! CPU, so this loop and the f32 loops (see `dots`) dot the same values.
 //! The products of two BF16 values are exact in f32 and the sums are kept
 //! in f32, so the two loops' sums differ only by the order of the
 //! additions (a lane here adds two products at a time), and in that
@@ -15,12 +15,11 @@
 //! Why: the f32 loops widen each value and make three multiply-adds of it,
 //! in tiles of 8 rows so that the vectors are read from L1 once per tile;
 //! this loop makes three `vdpbf16ps` per 32 values of a row, one row at a
-//! time (the two vectors, 16 KiB together, stay in L1 while a row streams
-//! past). On a Zen 4 core, over Llama 3's 1 GB head (fresh mappings of a
-//! cached file): 55–57 ms for the f32 loops, 43–48 ms for this one. With
-//! each vector held as two BF16 halves (f32's precision nearly, 32 KiB)
-//! the vectors no longer stay in L1: 80 ms one row at a time, 47–53 ms in
-//! tiles.
+//! time, the two vectors (16 KiB together for a 4096-wide row) staying in
+//! L1 while a row streams past, and reads a head about a fifth faster.
+//! The vectors are rounded to BF16 rather than held as two BF16 halves
+//! each (nearly f32's precision): at 32 KiB they would no longer stay in
+//! L1, and the loop would lose what it gains.
 
 use crate::aligned::Aligned;
 use crate::cpu::prefetch_ahead;
@@ -29,7 +28,7 @@ use crate::cpu::prefetch_ahead;
 const STEP: usize = 32;
 
 /// `v` with each value rounded to the nearest BF16 (ties to even).
-pub(super) fn rounded(v: &[f32]) -> Aligned<f32> {
+pub(crate) fn rounded(v: &[f32]) -> Aligned<f32> {
     v.iter()
         .map(|&x| half::bf16::from_f32(x).to_f32())
         .collect()
@@ -38,7 +37,7 @@ pub(super) fn rounded(v: &[f32]) -> Aligned<f32> {
 /// The reference mean and the component as BF16 bits, laid out step by
 /// step: for each [`STEP`] values, `m`'s then `c`'s (the last step padded
 /// with zeros), so the loop reads one stream of 128 bytes per step.
-pub(super) struct Bf16Vectors {
+pub(crate) struct Bf16Vectors {
     bits: Vec<u16>,
     cols: usize,
 }
@@ -46,7 +45,7 @@ pub(super) struct Bf16Vectors {
 impl Bf16Vectors {
     /// `mean` and `pc` (of equal length), when every value of both is a
     /// BF16 value (as [`rounded`] makes them); else `None`.
-    pub(super) fn new(mean: &[f32], pc: &[f32]) -> Option<Bf16Vectors> {
+    pub(crate) fn new(mean: &[f32], pc: &[f32]) -> Option<Bf16Vectors> {
         assert_eq!(mean.len(), pc.len(), "vectors of equal length");
         let exact = |v: &[f32]| v.iter().all(|x| x.to_bits() & 0xffff == 0);
         if !(exact(mean) && exact(pc)) {
@@ -65,7 +64,7 @@ impl Bf16Vectors {
 
 /// True when this CPU runs [`rows`] (and `EMBSCOPE_CPU_MASK` hides
 /// neither `avx512` nor `avx512bf16`).
-pub(super) fn available() -> bool {
+pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     return crate::cpu::has_avx512bf16();
     #[cfg(not(target_arch = "x86_64"))]
@@ -77,7 +76,7 @@ pub(super) fn available() -> bool {
 ///
 /// # Panics
 /// When [`available`] is false.
-pub(super) fn rows(raw: &[u8], v: &Bf16Vectors, out: &mut Vec<[f32; 3]>) {
+pub(crate) fn rows(raw: &[u8], v: &Bf16Vectors, out: &mut Vec<[f32; 3]>) {
     assert!(available(), "the CPU runs vdpbf16ps");
     #[cfg(target_arch = "x86_64")]
     // SAFETY: checked just above.
@@ -142,7 +141,8 @@ unsafe fn rows_avx512bf16(raw: &[u8], v: &Bf16Vectors, out: &mut Vec<[f32; 3]>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::undertrained::kernel::{Bf16, dots};
+    use crate::rows::dots::dots;
+    use crate::rows::row::Bf16;
 
     #[test]
     fn only_bf16_values_are_taken() {
