@@ -26,6 +26,7 @@ pub mod render;
 mod repeats;
 pub mod roles;
 mod rows;
+pub mod score;
 pub mod search;
 pub mod usage;
 pub mod vocab;

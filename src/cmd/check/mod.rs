@@ -20,11 +20,11 @@
 //! | `duplicates.rs` | the `duplicate-rows` finding |
 //! | `undertrained.rs` | the `undertrained-candidates` finding |
 
+mod candidates;
 mod duplicates;
 mod header;
 mod pass;
 mod special;
-mod undertrained;
 mod values;
 
 use std::sync::{Arc, OnceLock};
@@ -259,7 +259,7 @@ impl<'a> Check<'a> {
             .find_map(|x| x.stats.as_mut().ok()?.1.sums.take());
         let (from_values, candidates) = rayon::join(
             || values::findings(&s, &scanned, &mut findings),
-            || undertrained::finding(&s, &scanned, sums, &reference),
+            || candidates::finding(&s, &scanned, sums, &reference),
         );
         findings.extend(from_values);
         findings.extend(candidates);
@@ -278,13 +278,13 @@ pub struct ValuePass<'a> {
     matrices: Vec<&'a TensorEntry>,
     embedding: Option<&'a TensorEntry>,
     /// The embedding's reference rows and mean, once the vocabulary is known.
-    reference: Arc<OnceLock<undertrained::Reference>>,
+    reference: Arc<OnceLock<pass::Reference>>,
 }
 
 /// What the value pass learnt, for [`Check::finish`].
 pub struct Values<'a> {
     scanned: Vec<pass::Scanned<'a>>,
-    reference: Arc<OnceLock<undertrained::Reference>>,
+    reference: Arc<OnceLock<pass::Reference>>,
 }
 
 impl<'a> ValuePass<'a> {
@@ -309,9 +309,9 @@ impl<'a> ValuePass<'a> {
             Some(t) => self
                 .ckpt
                 .matrix(t)
-                .map(|m| undertrained::Reference::resolve(&m, vocab))
+                .map(|m| pass::Reference::resolve(&m, vocab))
                 .unwrap_or_default(),
-            None => undertrained::Reference::default(),
+            None => pass::Reference::default(),
         });
     }
 

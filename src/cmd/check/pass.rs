@@ -15,13 +15,37 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use super::undertrained::Reference;
+use crate::aligned::Aligned;
 use crate::checkpoint::{Checkpoint, TensorEntry};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::roles::{Roles, TieStatus};
+use crate::rows::mean::mean_of;
 use crate::rows::summary::{self, RowSummary};
+use crate::score::reference;
 use crate::search::{self, F32Column, U64Column};
+use crate::vocab::Vocab;
+
+/// The embedding's `auto` reference rows (see `score::reference`) and their
+/// mean, which the value pass dots the embedding's rows with.
+#[derive(Debug, Default)]
+pub(crate) struct Reference {
+    /// Row ids, ascending.
+    pub ids: Vec<u32>,
+    /// The mean of the finite reference rows; `None` without any (then
+    /// the indicator is the norm alone and no dot product is needed).
+    pub mean: Option<Aligned<f32>>,
+}
+
+impl Reference {
+    /// The reference of the embedding `m` with `vocab` (none without one),
+    /// reading the reference rows only.
+    pub(crate) fn resolve(m: &Matrix, vocab: Option<&Vocab>) -> Self {
+        let ids = reference::auto(vocab, m.rows()).ids;
+        let mean = mean_of(m, &ids);
+        Reference { ids, mean }
+    }
+}
 
 /// What the pass learns about one matrix.
 #[derive(Debug, Default)]
@@ -248,7 +272,6 @@ pub(crate) fn pass<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aligned::Aligned;
     use crate::dtype::Dtype;
 
     fn stored(dtype: Dtype, v: &[f32]) -> Vec<u8> {

@@ -11,45 +11,38 @@
 //! - embedding: the L2 norm, and the Euclidean distance to the reference mean.
 //!
 //! Each indicator that applies becomes an oriented robust z-score and the
-//! combined score is their mean (see `score`): the head cosine and the
-//! embedding distance with a reference set, the norms without one. Rows are
-//! ranked by it; a row is a strong candidate at [`score::STRONG`] or more.
-//! The vocabulary load, the component and the passes run alongside each
-//! other where they can (see `plan`); `indicators` turns the passes' sums
-//! into the indicators.
+//! combined score is their mean (see `crate::score`, which `check` scores
+//! the embedding with too): the head cosine and the embedding distance
+//! with a reference set, the norms without one. Rows are ranked by it; a
+//! row is a strong candidate at [`STRONG`] or more. The vocabulary load,
+//! the component and the passes run alongside each other where they can
+//! (see `plan`).
 
 mod component;
-mod indicators;
 mod pass;
 mod plan;
 mod reach;
 mod reference;
-mod score;
 
 use serde::Serialize;
 
+pub use crate::score::{Histogram, STRONG};
 pub use plan::Stage;
 pub use reference::ReferenceSpec;
-pub use score::{Histogram, STRONG};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::OnceLock;
 
-use rayon::prelude::*;
-
 use crate::Error;
-use crate::aligned::Aligned;
 use crate::checkpoint::{Checkpoint, WeightFormat};
 use crate::matrix::Matrix;
 use crate::median;
 use crate::roles::{Roles, Which};
-use crate::rows::mean::mean_of;
+use crate::score::indicators::Indicators;
+use crate::score::robust::histogram;
 use crate::vocab::{Preview, TokenKind, Vocab};
-use indicators::Indicators;
-use pass::RowSums;
 use plan::{Clock, Held, Matrices};
-use score::Direction;
 
 /// Bins of the score histogram.
 const BINS: usize = 48;
@@ -158,47 +151,6 @@ pub struct UndertrainedReport {
     /// How long each stage took (not in the JSON: it varies run to run).
     #[serde(skip)]
     pub stages: Vec<Stage>,
-}
-
-/// The `auto` reference rows of the embedding `m` (reserved placeholders
-/// and rows no token of `vocab` reaches; none without a vocabulary) and
-/// their mean (`None` when no reference row is finite), as
-/// [`run_loading`] takes them. For `check`, whose value pass makes the
-/// embedding's sums.
-pub(crate) fn auto_reference(
-    m: &Matrix,
-    vocab: Option<&Vocab>,
-) -> (Vec<u32>, Option<Aligned<f32>>) {
-    let ids = reference::resolve(&ReferenceSpec::Auto, vocab, m.rows(), m.name())
-        .map(|r| r.ids)
-        .unwrap_or_default();
-    let mean = mean_of(m, &ids);
-    (ids, mean)
-}
-
-/// The indicators and every row's combined score, as [`run_loading`]
-/// gives them for the embedding alone (`--matrix embed`), from sums made
-/// elsewhere: each row's `|r|²` and `r·m` with the reference `mean` (both
-/// NaN for a row that is not finite; `dot_ref` is unused without a mean).
-pub(crate) fn embed_scores(
-    sq: Vec<f32>,
-    dot_ref: Vec<f32>,
-    mean: Option<&[f32]>,
-) -> (Vec<&'static str>, Vec<f64>) {
-    let rows = sq.len();
-    let a = RowSums {
-        sq,
-        dot_ref,
-        ..RowSums::default()
-    };
-    // The norm counts only without a reference (see `scored_indicators`).
-    let ind = Indicators {
-        embed_norm: mean.is_none().then(|| indicators::norms(&a)),
-        embed_distance: mean.map(|m| indicators::distances(&a, m)),
-        ..Indicators::default()
-    };
-    let (names, zs) = scored_indicators(&ind);
-    (names, score::combine(zs, rows))
 }
 
 /// Runs the analysis, loading the vocabulary with `load` while the first
@@ -353,7 +305,7 @@ struct Ranked {
     indicators: Vec<&'static str>,
     /// Combined score of every row (NaN where there is none).
     scores: Vec<f64>,
-    histogram: score::Histogram,
+    histogram: Histogram,
     /// The `top` best-scored rows, best first, ties to the lower id.
     order: Vec<u32>,
     /// Rows with a finite score.
@@ -364,9 +316,8 @@ struct Ranked {
 
 /// Scores every row from `ind` and picks the `top` best.
 fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
-    let (indicators, zs) = scored_indicators(ind);
-    let scores = score::combine(zs, rows);
-    let histogram = score::histogram(&scores, BINS);
+    let (indicators, scores) = ind.scores(rows);
+    let histogram = histogram(&scores, BINS);
     let (order, scored, strong_ids) = best_rows(&scores, top);
     Ranked {
         indicators,
@@ -378,7 +329,8 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
     }
 }
 
-/// The `top` rows of finite `scores`, best first (as [`best_first`]
+/// The `top` rows of finite `scores`, best first (as
+/// [`best_first`](crate::score::robust::best_first)
 /// orders them), with the count of finite scores and the rows at or above
 /// [`STRONG`], in one pass: a heap keeps the best `top` so far, its worst
 /// on top, which most rows do not pass.
@@ -415,16 +367,6 @@ fn best_rows(scores: &[f64], top: usize) -> (Vec<u32>, usize, Vec<u32>) {
     )
 }
 
-/// The order of row ids by their combined `scores`: best first, ties to
-/// the lower id.
-pub(crate) fn best_first(scores: &[f64]) -> impl Fn(&u32, &u32) -> std::cmp::Ordering + Copy + '_ {
-    |a: &u32, b: &u32| {
-        scores[*b as usize]
-            .total_cmp(&scores[*a as usize])
-            .then(a.cmp(b))
-    }
-}
-
 /// A note when the head has reference rows but no cosine indicator.
 fn measured_notes(head: Option<&Matrix>, ind: &Indicators, reference: &[u32]) -> Option<String> {
     let h = head.filter(|_| !reference.is_empty() && ind.head_cosine.is_none())?;
@@ -434,50 +376,10 @@ fn measured_notes(head: Option<&Matrix>, ind: &Indicators, reference: &[u32]) ->
     ))
 }
 
-/// The indicators the score averages, with their z-scores: the head
-/// cosine and the embedding distance when there is a reference, else the
-/// norms (of the head and of the embedding).
-fn scored_indicators(ind: &Indicators) -> (Vec<&'static str>, Vec<Vec<f64>>) {
-    let with_reference = ind.head_cosine.is_some() || ind.embed_distance.is_some();
-    let candidates: [(&'static str, &Option<Vec<f32>>, Direction, bool); 4] = [
-        (
-            "head_cosine",
-            &ind.head_cosine,
-            Direction::High,
-            with_reference,
-        ),
-        (
-            "head_norm",
-            &ind.head_norm,
-            Direction::LowLog,
-            !with_reference,
-        ),
-        (
-            "embed_distance",
-            &ind.embed_distance,
-            Direction::LowLog,
-            with_reference,
-        ),
-        (
-            "embed_norm",
-            &ind.embed_norm,
-            Direction::LowLog,
-            !with_reference,
-        ),
-    ];
-    // One indicator per core: each takes a few medians of every row.
-    candidates
-        .into_par_iter()
-        .filter_map(|(name, values, dir, wanted)| {
-            let values = values.as_ref().filter(|_| wanted)?;
-            Some((name, score::robust_z(values, dir)))
-        })
-        .unzip()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::score::robust::best_first;
 
     #[test]
     fn best_rows_are_the_sorted_order_cut_at_top() {

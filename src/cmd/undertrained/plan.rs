@@ -32,15 +32,16 @@ use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use super::component::{self, Component};
-use super::indicators::{Indicators, cosines, distances, norms};
 use super::reach;
-use super::reference::{self, Reference, ReferenceSpec};
+use super::reference::{self, ReferenceSpec};
 use super::{Request, pass};
 use crate::aligned::Aligned;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::rows::dpbf16;
 use crate::rows::mean::mean_of;
+use crate::score::indicators::{Indicators, cosines, distances, norms};
+use crate::score::reference::{Reference, previewed};
 use crate::vocab::{Preview, Vocab};
 
 /// One timed stage of a run.
@@ -194,8 +195,8 @@ pub(super) fn measure<E: From<crate::Error> + Send>(
                 clock.time("embedding catch-up", || pass::catch_up(e, &mut sums, mean));
             }
             out.passes += 1;
-            out.ind.embed_norm = Some(norms(&sums));
-            out.ind.embed_distance = mean.map(|mean| distances(&sums, mean));
+            out.ind.embed_norm = Some(norms(&sums.sq));
+            out.ind.embed_distance = mean.map(|mean| distances(&sums.sq, &sums.dot_ref, mean));
         }
         if let Some(h) = m.head {
             let mean = pass::Mean::from(head_mean);
@@ -239,7 +240,7 @@ fn load_guessing<E: From<crate::Error>>(
         let Some(e) = embed.filter(|_| auto && guessed.is_none()) else {
             return;
         };
-        let ids = clock.time("reference guess", || reference::previewed(p, m.rows));
+        let ids = clock.time("reference guess", || previewed(p, m.rows));
         let _ = mean.set(mean_of(e, &ids));
         guessed = Some(ids);
     };
@@ -314,11 +315,11 @@ fn head(
     let ind = &mut out.ind;
     ind.head_cosine = mean
         .zip(pcv)
-        .and_then(|(mean, pc)| cosines(&sums, pc, mean));
+        .and_then(|(mean, pc)| cosines(&sums.sq, &sums.dot_ref, &sums.dot_pc, pc, mean));
     if tied {
-        ind.embed_norm = Some(norms(&sums));
-        ind.embed_distance = mean.map(|mean| distances(&sums, mean));
+        ind.embed_norm = Some(norms(&sums.sq));
+        ind.embed_distance = mean.map(|mean| distances(&sums.sq, &sums.dot_ref, mean));
     } else {
-        ind.head_norm = Some(norms(&sums));
+        ind.head_norm = Some(norms(&sums.sq));
     }
 }

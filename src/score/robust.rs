@@ -2,7 +2,7 @@
 //! z-score (distance from the median of all rows in units of 1.4826 × the
 //! median absolute deviation), oriented so that positive means "looks
 //! untrained"; the combined score is the mean of a row's z-scores. Also
-//! the histogram of the combined score.
+//! the order of rows by score, and the histogram of the combined score.
 
 use serde::Serialize;
 
@@ -92,6 +92,16 @@ pub(crate) fn combine(mut zs: Vec<Vec<f64>>, rows: usize) -> Vec<f64> {
         *x = if n == 0 { f64::NAN } else { sum / n as f64 };
     }
     zs.swap_remove(0)
+}
+
+/// The order of row ids by their combined `scores`: best first, ties to
+/// the lower id.
+pub(crate) fn best_first(scores: &[f64]) -> impl Fn(&u32, &u32) -> std::cmp::Ordering + Copy + '_ {
+    |a: &u32, b: &u32| {
+        scores[*b as usize]
+            .total_cmp(&scores[*a as usize])
+            .then(a.cmp(b))
+    }
 }
 
 /// Counts of the combined score in equal bins from `min` to `max`.

@@ -1,39 +1,19 @@
-//! The `undertrained-candidates` info finding: the embedding indicators of
-//! `undertrained` (norm, and distance to the mean of the `auto` reference
-//! rows), scored as `embscope undertrained --matrix embed --no-reachable`
-//! scores them, counted against the strong threshold. The value pass makes
-//! the sums they need (`|r|²` and `r·m`, see `pass`): no read of its own,
-//! but for the embedding rows read before the vocabulary was there (and
-//! none without a reference set, where the norm alone is the indicator).
+//! The `undertrained-candidates` info finding: the embedding indicators
+//! (norm, and distance to the mean of the `auto` reference rows, see
+//! `crate::score`), scored as `embscope undertrained --matrix embed
+//! --no-reachable` scores them, counted against the strong threshold. The
+//! value pass makes the sums they need (`|r|²` and `r·m`, see `pass`): no
+//! read of its own, but for the embedding rows read before the vocabulary
+//! was there (and none without a reference set, where the norm alone is
+//! the indicator).
 
 use serde_json::json;
 
-use super::pass::{self, Scanned, Sums};
+use super::pass::{self, Reference, Scanned, Sums};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
-use crate::aligned::Aligned;
-use crate::cmd::undertrained::{self, STRONG};
-use crate::matrix::Matrix;
-use crate::vocab::Vocab;
-
-/// The embedding's `auto` reference rows (see `undertrained`) and their
-/// mean, which the value pass dots the embedding's rows with.
-#[derive(Debug, Default)]
-pub(crate) struct Reference {
-    /// Row ids, ascending.
-    pub ids: Vec<u32>,
-    /// The mean of the finite reference rows; `None` without any (then
-    /// the indicator is the norm alone and no dot product is needed).
-    pub mean: Option<Aligned<f32>>,
-}
-
-impl Reference {
-    /// The reference of the embedding `m` with `vocab` (none without one),
-    /// reading the reference rows only.
-    pub(crate) fn resolve(m: &Matrix, vocab: Option<&Vocab>) -> Self {
-        let (ids, mean) = undertrained::auto_reference(m, vocab);
-        Reference { ids, mean }
-    }
-}
+use crate::score::STRONG;
+use crate::score::indicators::{Indicators, distances, norms};
+use crate::score::robust::best_first;
 
 /// The finding when rows outside the reference set score as strong
 /// candidates; none otherwise (or when the embedding's values could not be
@@ -70,8 +50,14 @@ pub(super) fn finding(
             }
         }
     }
-    let mean = reference.mean.as_deref();
-    let (indicators, scores) = undertrained::embed_scores(sq, dot, mean);
+    let ind = Indicators {
+        // As `undertrained --matrix embed` has them: the norm counts only
+        // without a reference.
+        embed_norm: reference.mean.is_none().then(|| norms(&sq)),
+        embed_distance: (reference.mean.as_deref()).map(|mean| distances(&sq, &dot, mean)),
+        ..Indicators::default()
+    };
+    let (indicators, scores) = ind.scores(sq.len());
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     let strong = scores.iter().filter(|&&x| x >= STRONG).count();
     // Reserved and unreachable rows are expected to be untrained (and
@@ -82,7 +68,7 @@ pub(super) fn finding(
     if outside.is_empty() {
         return None;
     }
-    outside.sort_by(undertrained::best_first(&scores));
+    outside.sort_by(best_first(&scores));
     let ids = &outside[..outside.len().min(MAX_LISTED)];
     Some(Finding::new(
         Severity::Info,
