@@ -34,7 +34,7 @@ use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
-use crate::repeats::maybe_repeated;
+use crate::same_hash::sharing_hash;
 use entries::{Entries, Entry};
 
 pub use gguf::{GGUF_SOURCE, TokenType};
@@ -480,9 +480,8 @@ impl Vocab {
     /// `(token, id)` of the entries whose string's hash another entry's
     /// has too, unsorted: every entry whose string another has, and the
     /// rare ones that only share a hash. Each string is hashed once; the
-    /// few hashes [`maybe_repeated`] lets through (about one in sixteen)
-    /// are sorted as numbers, and only entries with equal hashes are kept
-    /// for the caller's exact comparison of strings.
+    /// entries whose hash repeats ([`sharing_hash`]) are sorted by it, for
+    /// the caller's exact comparison of strings.
     fn shared(&self) -> Vec<(&str, u32)> {
         use std::hash::BuildHasher;
         let state = foldhash::fast::FixedState::with_seed(0x5eed);
@@ -492,7 +491,7 @@ impl Vocab {
             .map(|e| state.hash_one(e.token))
             .collect();
         let indexed = hashes.iter().enumerate().map(|(i, &h)| (h, i));
-        let mut maybe = maybe_repeated(indexed, |&(h, _)| h);
+        let mut maybe = sharing_hash(indexed, |&(h, _)| h);
         maybe.sort_unstable();
         maybe
             .chunk_by(|a, b| a.0 == b.0)

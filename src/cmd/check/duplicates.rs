@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::pass::Stats;
 use super::{Finding, MAX_LISTED, Severity, cut, id_list, ids_phrase};
 use crate::matrix::Matrix;
-use crate::repeats::maybe_repeated;
+use crate::same_hash::sharing_hash;
 use crate::vocab::Vocab;
 
 /// Groups of byte-identical rows among the `live` ones `(id, norm)`, as a
@@ -64,19 +64,11 @@ pub(super) fn duplicates(
 }
 
 /// The `(key, id)` pairs (ids distinct) whose key another pair has too,
-/// sorted by key, then id: the few pairs [`maybe_repeated`] lets through
-/// are sorted and compared (`O(n log n)` if crafted rows all share one
+/// sorted by key, then id (`O(n log n)` if crafted rows all share one
 /// key).
 fn sharing_keys(pairs: impl ExactSizeIterator<Item = (u64, u32)> + Clone) -> Vec<(u64, u32)> {
-    let mut maybe = maybe_repeated(pairs, |&(key, _)| key);
-    maybe.sort_unstable();
-    let mut shared = Vec::new();
-    for run in maybe
-        .chunk_by(|a, b| a.0 == b.0)
-        .filter(|run| run.len() > 1)
-    {
-        shared.extend_from_slice(run);
-    }
+    let mut shared = sharing_hash(pairs, |&(key, _)| key);
+    shared.sort_unstable();
     shared
 }
 
