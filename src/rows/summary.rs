@@ -9,13 +9,13 @@
 //! whose sum is 0, NaN or infinite are looked at value by value. The loops
 //! are compiled as well for AVX-512 and for AVX2 + FMA, and the widest the
 //! CPU has is chosen at run time (`cpu::RowBuild`). With the dot product,
-//! BF16 and F32 rows ask for their bytes further on as they are read (see
-//! `dots::dots_each`). Sums are made by the loops `undertrained` uses too
+//! BF16 and F32 rows ask for their bytes further on as they are read.
+//! Sums are made by the loops `undertrained` uses too
 //! (`dots::dots`: in f32 in 32 lanes, value `j` of each step of 32 in
 //! lane `j`, and the lanes added in order), so that both commands get the
 //! same sums; the norm is redone in f64 when f32 overflows or underflows.
 
-use super::dots::{dots, dots_each};
+use super::dots::dots;
 use super::key::row_key;
 use super::row::{Bf16, F32Bytes};
 use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
@@ -131,10 +131,21 @@ fn rows_with<const FMA: bool, const N: usize>(
     let n = raw.len() / row_bytes;
     let row = |i: usize| &raw[i * row_bytes..(i + 1) * row_bytes];
     let (first, mut closer_look) = (out.len(), Vec::new());
-    // Each row's summary as its sums come (see `dots_each`), while the
-    // row's bytes are still in cache.
-    let mut summary = |(sum, dot): (f32, [f32; N])| {
-        let i = out.len() - first;
+    out.reserve(n);
+    scratch.resize(cols, 0.0);
+    // Each row's summary as its sums come, while the row's bytes are still
+    // in cache. One row at a time (as `dots_each` takes rows with at most
+    // one vector), in a plain loop: called per row, a closure holding this
+    // work was compiled apart, without the wide instructions.
+    for i in 0..n {
+        let (sum, dot) = match dtype {
+            Dtype::BF16 => dots::<FMA, N>(Bf16(row(i)), vs),
+            Dtype::F32 => dots::<FMA, N>(F32Bytes(row(i)), vs),
+            _ => {
+                convert(dtype, row(i), scratch);
+                dots::<FMA, N>(scratch.as_slice(), vs)
+            }
+        };
         out.push(RowSummary {
             norm: sum.sqrt(),
             sq: sum,
@@ -149,17 +160,6 @@ fn rows_with<const FMA: bool, const N: usize>(
         // do either get a closer look.
         if !(sum > 0.0 && sum.is_finite()) {
             closer_look.push(i);
-        }
-    };
-    scratch.resize(cols, 0.0);
-    match dtype {
-        Dtype::BF16 => dots_each::<FMA, N, _>(n, |i| Bf16(row(i)), vs, summary),
-        Dtype::F32 => dots_each::<FMA, N, _>(n, |i| F32Bytes(row(i)), vs, summary),
-        _ => {
-            for i in 0..n {
-                convert(dtype, row(i), scratch);
-                summary(dots::<FMA, N>(scratch.as_slice(), vs));
-            }
         }
     }
     for i in closer_look {
