@@ -5,11 +5,14 @@
 //! and indexes every tensor; [`roles`] decides which tensor is the
 //! embedding and which the head; [`vocab`] reads the tokenizer files;
 //! [`matrix`] gives typed rows over the mapped bytes and [`search`] streams
-//! them; the [`cmd`] modules compute plain reports; [`render`] prints them
-//! as text or JSON. On top, [`cli`] parses the command line with clap and
-//! resolves it once into the plain requests these modules take, so nothing
-//! below it knows clap; [`usage`] holds its conventions (value parsers,
-//! one-line argument errors).
+//! them; what several commands share sits below them ([`query`] resolves
+//! queries to rows, `rows` holds the per-row loops, [`score`] how
+//! untrained each row looks); the [`cmd`] modules compute plain reports,
+//! none importing another; [`render`] prints them as text or JSON. On top,
+//! [`cli`] parses the command line with clap and resolves it once into the
+//! plain requests these modules take, so nothing below it knows clap;
+//! [`usage`] holds its conventions (value parsers, one-line argument
+//! errors).
 
 mod aligned;
 pub mod checkpoint;

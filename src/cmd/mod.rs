@@ -1,5 +1,17 @@
 //! One module per command: each opens what it needs, computes, and returns
 //! a plain report. No printing and no number crunching beyond arithmetic here.
+//! Commands never import each other: what two share lives below them
+//! (`crate::query`, `crate::rows`, `crate::score`, the streaming pass).
+//!
+//! | file | command |
+//! |---|---|
+//! | `info.rs` | `info`: files, config, the embedding and head, tie, tokenizer |
+//! | `tensors.rs` | `tensors`: one row per tensor |
+//! | `size.rs` | `size`: parameters and bytes, and what-if figures |
+//! | `lookup.rs` | `lookup`: the stored rows of ids, tokens or a text |
+//! | `neighbors.rs` | `neighbors`: the nearest rows of queries, in one pass |
+//! | `check/` | `check`: the consistency audit |
+//! | `undertrained/` | `undertrained`: rows ranked by how untrained they look |
 
 pub mod check;
 pub mod info;

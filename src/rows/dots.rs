@@ -35,13 +35,11 @@ const ROW_TILE: usize = 8;
 /// order, each row's sums passed to `f`: with two vectors, [`ROW_TILE`]
 /// rows at a time (see [`dots_rows`]); with one or none, one row at a
 /// time, as a single stream of bytes. One vector (16 KiB for a
-/// 4096-wide row) stays in L1 while a row streams past it, and the single
-/// stream is faster than several at once: on a Zen 4, one core, the
-/// embedding pass of `undertrained` (one vector) over Llama 3's 1 GiB took
-/// 45 ms one row at a time against 52 ms in tiles of 8, and `check`'s
-/// `r·r` pass (no vector) was 15% slower read as several streams. Two
-/// vectors fill L1 on their own: one row at a time, the head pass took
-/// 1.3 times as long as in tiles.
+/// 4096-wide row) stays in L1 while a row streams past it, and a single
+/// stream of bytes keeps the hardware prefetchers ahead better than
+/// several at once, so with one vector or none the tiles only cost. Two
+/// vectors fill L1 on their own: a row at a time, each row would evict
+/// them, hence the tiles.
 #[inline(always)]
 pub(crate) fn dots_each<const FMA: bool, const N: usize, T: Row>(
     n: usize,
@@ -70,10 +68,8 @@ const CHUNK: usize = 16 * L;
 /// The columns are walked in chunks of [`CHUNK`] values, each chunk of the
 /// vectors meeting every row before the next chunk, so the vectors are
 /// read from L1 once per chunk for all `R` rows. One row at a time, two
-/// vectors of a 4096-wide matrix (32 KiB, all of a typical L1) were
-/// evicted by each row's bytes and read again from L2 for every row: on a
-/// Zen 4, `undertrained`'s head pass (two vectors) took 1.3 times as long
-/// as its embedding pass (one vector).
+/// vectors of a 4096-wide matrix (32 KiB, all of a typical L1) would be
+/// evicted by each row's bytes and read again from L2 for every row.
 #[inline(always)]
 pub(crate) fn dots_rows<const FMA: bool, const N: usize, const R: usize, T: Row>(
     rows: [T; R],
@@ -102,8 +98,7 @@ pub(crate) fn dots_rows<const FMA: bool, const N: usize, const R: usize, T: Row>
                 // to sit idle between its loads, and asking ahead hides the
                 // wait. `r·r` alone streams at memory speed on the hardware
                 // prefetchers, and requests of its own only compete with
-                // them (measured on a Zen 4: `check`'s head pass 10% slower
-                // with them, `undertrained`'s passes 10% faster).
+                // them.
                 if N > 0 {
                     r.prefetch_ahead(k);
                 }

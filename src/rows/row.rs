@@ -45,10 +45,9 @@ fn bf16(lo: u8, hi: u8) -> f32 {
 
 /// A row of little-endian BF16 values, widened 16 at a time from 32-byte
 /// loads. (Reading 32-bit words and splitting each into its two values
-/// with a shift and a mask takes fewer instructions, but on the benchmark
-/// checkpoint, whose tensors start 32 and 40 bytes past a cache line, the
-/// passes were no faster and `undertrained`'s head pass slower: each
-/// 64-byte load then straddles two lines.)
+/// with a shift and a mask takes fewer instructions, but a tensor seldom
+/// starts on a cache line, and then each 64-byte load straddles two
+/// lines, which costs more than the instructions saved.)
 #[derive(Clone, Copy)]
 pub(crate) struct Bf16<'a>(pub(crate) &'a [u8]);
 

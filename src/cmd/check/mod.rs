@@ -9,16 +9,15 @@
 //! it is loaded, see [`ValuePass::set_vocab`]); [`Check::finish`] joins
 //! them into the report. [`run`] does all of it, in that order.
 //!
-//! | file | what it owns |
+//! | file | what it holds |
 //! |---|---|
 //! | `mod.rs` | findings, the report, the two stages, and [`run`] |
-//! | `header.rs` | header-only findings: sizes, hidden sizes, tie, dtypes, tokenizer |
+//! | `header.rs` | header-only findings: sizes, padding, hidden sizes, tie, dtypes, the tokenizer's consistency |
 //! | `special.rs` | special-token findings |
-//! | `pass.rs` | the value pass: one streaming read of each stored matrix |
-//! | `rows.rs` | what the pass learns of each row (`rows/tests.rs`) |
-//! | `values.rs` | findings from the pass's statistics (`values/tests.rs`) |
+//! | `pass.rs` | the value pass over each stored matrix, and the reference mean it dots the embedding with |
+//! | `values.rs` | value findings: NaN, infinities, zeros, norms and outliers, unreachable rows, head copies (`values/tests.rs`) |
 //! | `duplicates.rs` | the `duplicate-rows` finding |
-//! | `undertrained.rs` | the `undertrained-candidates` finding |
+//! | `candidates.rs` | the `undertrained-candidates` finding |
 
 mod candidates;
 mod duplicates;

@@ -17,6 +17,15 @@
 //! row is a strong candidate at [`STRONG`] or more. The vocabulary load,
 //! the component and the passes run alongside each other where they can
 //! (see `plan`).
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | the request, the report, the ranking of rows |
+//! | `plan.rs` | what runs alongside what, and the timed stages |
+//! | `component.rs` | the head's first principal component, by power iteration over a row sample |
+//! | `pass.rs` | the streaming pass: every row's `|r|²`, `r·m` and `r·c`, with the catch-up of rows read before the mean |
+//! | `reference.rs` | `--reference`: ids and ranges, or the `auto` set |
+//! | `reach.rs` | whether each listed token's own text encodes to it |
 
 mod component;
 mod pass;

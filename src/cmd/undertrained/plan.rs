@@ -5,8 +5,8 @@
 //! on one worker of the pool while the others take the head's principal
 //! component from its row sample (it needs nothing else; see `component`),
 //! and the loading worker joins them when done. (On a thread of its own,
-//! the load shared the cores with every worker: on 2 cores, the whole
-//! command took 5 to 14 ms longer.)
+//! the load would share the cores with every worker, which on few cores
+//! slows the command by more than the load itself.)
 //! Then comes the embedding's streaming pass: the reference mean reaches it
 //! when the set is known, or guessed: the loading worker guesses the set
 //! from the model vocab as soon as the scan of tokenizer.json has read it
@@ -17,9 +17,9 @@
 //! The blocks the pass read before the mean are read again for `r·m`
 //! alone (see `pass::catch_up`): with the guess, none in a default run,
 //! and a fifth of the matrix instead of a third with `--matrix embed`.
-//! Starting the pass together with the sample instead measured slower:
-//! the pass then met the mean later, and re-reading its first half cost
-//! more than the overlap gained. When the reachability test cannot cut
+//! The pass starts after the sample, not together with it: started at
+//! once, it would meet the mean later, and re-reading its first half
+//! costs more than the overlap gains. When the reachability test cannot cut
 //! the tokenizer down (see `reach`), the full tokenizer is built on a
 //! thread of its own meanwhile. The head's pass, which needs both the
 //! component and the reference mean (taken by the loading worker after
