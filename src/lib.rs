@@ -31,6 +31,7 @@ mod rows;
 mod same_hash;
 pub mod score;
 pub mod search;
+mod units;
 pub mod usage;
 pub mod vocab;
 

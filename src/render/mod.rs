@@ -16,6 +16,8 @@ use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
 
+pub use crate::units::bytes;
+
 /// Text output of a report.
 pub trait Human {
     /// The report as text for a terminal, ending with a newline.
@@ -102,31 +104,6 @@ pub fn count(n: u64) -> String {
     out
 }
 
-/// Bytes in binary units with three significant digits, the unit moving
-/// up once the number would reach 1000: `512 B`, `1.50 KiB`, `15.0 MiB`,
-/// `512 MiB`, `0.98 GiB` (never `1002.0 MiB`).
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1000 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64;
-    let mut unit = 0;
-    // Move up while the figure, rounded as printed, would need four digits.
-    while unit + 1 < UNITS.len() && (v >= 999.5 || unit == 0) {
-        v /= 1024.0;
-        unit += 1;
-    }
-    let unit = UNITS[unit];
-    if v < 9.995 {
-        format!("{v:.2} {unit}")
-    } else if v < 99.95 {
-        format!("{v:.1} {unit}")
-    } else {
-        format!("{v:.0} {unit}")
-    }
-}
-
 /// `n` and a noun, plural unless `n` is 1: `1 tensor`, `2,048 tensors`.
 pub fn plural(n: usize, noun: &str) -> String {
     let s = if n == 1 { "" } else { "s" };
@@ -198,18 +175,6 @@ mod tests {
         assert_eq!(count(999), "999");
         assert_eq!(count(1000), "1,000");
         assert_eq!(count(525_336_576), "525,336,576");
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(999), "999 B");
-        assert_eq!(bytes(1000), "0.98 KiB");
-        assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(10_235), "10.0 KiB");
-        assert_eq!(bytes(15 << 20), "15.0 MiB");
-        assert_eq!(bytes(512 << 20), "512 MiB");
-        assert_eq!(bytes(1_022_000), "998 KiB");
-        assert_eq!(bytes(1_023_000), "999 KiB");
-        assert_eq!(bytes(1_024_000), "0.98 MiB");
-        assert_eq!(bytes(1_050_673_152), "0.98 GiB");
-        assert_eq!(bytes(2_101_346_304), "1.96 GiB");
         assert_eq!(plural(1, "tensor"), "1 tensor");
         assert_eq!(plural(0, "tensor"), "0 tensors");
         assert_eq!(plural(2048, "shard"), "2,048 shards");

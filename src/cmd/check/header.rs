@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use super::{Finding, Severity, Subject, cut, id_list, ids_phrase};
 use crate::checkpoint::WeightFormat;
 use crate::dtype::Dtype;
-use crate::render::bytes;
 use crate::roles::TieStatus;
+use crate::units::bytes;
 use crate::vocab::Duplicate;
 
 /// Codes of the finding about rows no token can reach; `values` adds what

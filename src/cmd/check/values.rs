@@ -14,8 +14,8 @@ use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
 use crate::checkpoint::TensorEntry;
 use crate::matrix::Matrix;
 use crate::median::{median_of, middle};
-use crate::render::bytes;
 use crate::roles::TieStatus;
+use crate::units::bytes;
 use crate::vocab::Vocab;
 
 /// Rows whose log-norm lies further than this many robust standard
