@@ -1,10 +1,11 @@
 //! The value pass: one streaming read of each stored matrix through
-//! [`search::scan`], summarising every row (see `rows`). The embedding is
-//! read last, and its rows are also dotted with the reference mean of the
-//! `undertrained-candidates` finding, which needs the vocabulary: the
-//! mean is published (see [`Reference`]) while the other matrices are
-//! read, each embedding block takes it up if it is there, and the blocks
-//! read before it was get a catch-up read of their own ([`complete_dots`]).
+//! [`search::scan`], summarising every row (see `rows::summary`). The
+//! embedding is read last, and its rows are also dotted with the reference
+//! mean of the `undertrained-candidates` finding, which needs the
+//! vocabulary: the mean is published (see [`Reference`]) while the other
+//! matrices are read, each embedding block takes it up if it is there, and
+//! the blocks read before it was get a catch-up read of their own
+//! ([`complete_dots`]).
 //!
 //! The pass keeps one f32 norm and one u64 key per row (1.5 MB for a
 //! 128k vocabulary), two more f32 per embedding row, and never copies the
