@@ -1,5 +1,5 @@
 //! The command line, resolved once: clap parses the arguments into
-//! [`Cli`], [`resolve()`] turns them into a plain [`resolve::Config`], and
+//! [`Cli`], [`resolve()`] turns them into a plain `Config`, and
 //! [`run()`] carries it out on the library; [`main`] is all of it, for the
 //! binary. Nothing below the command line (commands, rendering, opening)
 //! sees clap; [`crate::usage`] holds the conventions it builds on.
