@@ -4,16 +4,31 @@
 //!
 //! Opening reads headers only; tensor bytes are touched when a command asks
 //! for them through [`Checkpoint::bytes`].
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`Checkpoint`]: the shards mapped, one tensor index, the config |
+//! | `locate.rs` | MODEL turned into files: directory, file, index, Hub cache, Ollama store |
+//! | `hub_cache.rs` | Hub ids and where the local Hugging Face cache keeps them |
+//! | `ollama.rs` | Ollama names and the GGUF blob a manifest names |
+//! | `header.rs` | one safetensors header, parsed and validated from untrusted bytes |
+//! | `index.rs` | `*.safetensors.index.json`, the weight map of a sharded checkpoint |
+//! | `gguf.rs` | one GGUF file read from untrusted, mapped bytes |
+//! | `gguf_split.rs` | a GGUF model split into several files |
+//! | `gguf_config.rs` | the config of a GGUF file, from its metadata |
+//! | `config.rs` | `config.json`, read leniently |
+//! | `unmap.rs` | letting go of tensors' mapped pages, on all cores |
 
 pub mod config;
 pub mod gguf;
 pub mod gguf_config;
 mod gguf_split;
 pub mod header;
+mod hub_cache;
 mod index;
 pub mod locate;
 mod ollama;
-mod release;
+mod unmap;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;

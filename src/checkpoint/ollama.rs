@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::locate::plain_part;
+use super::hub_cache::plain_part;
 use crate::{Error, Result};
 
 /// The media type of the weights' layer.

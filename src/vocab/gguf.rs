@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use candle_core::quantized::gguf_file::Value;
 
 use super::entries::Entries;
-use super::gguf_tokenizer::whole_pieces_and_bos;
+use super::gguf_pre::whole_pieces_and_bos;
 use super::readable::TokenStyle;
 use super::{AddedToken, SpecialDecl, Vocab, parse};
 use crate::error::{Error, Result};

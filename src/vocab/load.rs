@@ -1,4 +1,4 @@
-//! Reading `tokenizer.json` (or, without one, the older files `legacy`
+//! Reading `tokenizer.json` (or, without one, the older files `other_files`
 //! converts) and the special-token files beside it into a [`Vocab`]: the
 //! entries by id, added and special tokens, and the model's settings the
 //! other modules read.
@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use super::preview::Preview;
 use super::special::{self, SpecialDecl};
-use super::{AddedToken, NO_ENTRY, Vocab, legacy, parse};
+use super::{AddedToken, NO_ENTRY, Vocab, other_files, parse};
 use crate::error::{Error, Result};
 
 impl Vocab {
@@ -63,7 +63,7 @@ impl Vocab {
         };
         let (file, made) = match found {
             true => (file, None),
-            false => match legacy::convert(dir, config)? {
+            false => match other_files::convert(dir, config)? {
                 Some(made) => (made.files[0].clone(), Some(Box::new(made))),
                 None => return Ok(None),
             },

@@ -1,30 +1,45 @@
 //! The tokenizer side of a checkpoint: id ↔ token tables, human forms of
 //! entries, word lookup, encoding, and special tokens from every file.
 //!
-//! Loading (the private `load` module) is cheap: `tokenizer.json`'s `model.vocab` and `added_tokens` are
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`Vocab`] and its queries: tokens by id, ids by string, encoding, duplicates |
+//! | `load.rs` | reading tokenizer.json (or the other files) and the special-token files into a [`Vocab`] |
+//! | `parse.rs` | the cheap read of tokenizer.json: model vocab, added tokens, storage settings |
+//! | `scan/` | the hand-written scan of tokenizer.json's merges and vocab (see its table) |
+//! | `preview.rs` | the id → token table while tokenizer.json is still being read |
+//! | `entries.rs` | every token string in one buffer |
+//! | `merge_fit.rs` | BPE merges the tokenizers crate would refuse or panic on, found first |
+//! | `other_files/` | tokenizer files other than tokenizer.json, converted to one (see its table) |
+//! | `gguf.rs` | the vocabulary of a GGUF file's metadata |
+//! | `gguf_pre.rs` | llama.cpp's pre-tokenizer names and the splits they stand for |
+//! | `gguf_tokenizer.rs` | a `tokenizers::Tokenizer` rebuilt from GGUF metadata |
+//! | `special.rs` | special tokens as every file beside the weights declares them |
+//! | `readable.rs` | human forms of raw entries, and back |
+//! | `kind.rs` | what a token stands for as bytes, and what kind that makes it |
+//! | `lookup.rs` | words typed by a user resolved to entries, and suggestions |
+//! | `tests*.rs`, `gguf_tests.rs` | tests on files the fixture writers make |
+//!
+//! Loading is cheap: tokenizer.json's `model.vocab` and `added_tokens` are
 //! read (merges checked and skipped, or their places recorded for
-//! [`Vocab::load_keeping_merges`]) by a hand-written scan and serde, see
-//! the `parse` and `scan` modules, into one buffer of token strings (the
-//! private `entries` module); the full `tokenizers::Tokenizer` is built
-//! once, on the first [`Vocab::encode`].
-//! Special-token declarations come from the private `special` module, human
-//! forms from `readable`, word resolution and suggestions from `lookup`.
+//! [`Vocab::load_keeping_merges`]) by the scan and serde into one buffer
+//! of token strings; the full `tokenizers::Tokenizer` is built once, on
+//! the first [`Vocab::encode`].
 
-mod cursor;
 mod entries;
 mod gguf;
+mod gguf_pre;
 mod gguf_tokenizer;
 mod kind;
-mod legacy;
 mod load;
 mod lookup;
 mod merge_fit;
+mod other_files;
 pub(crate) mod parse;
 mod preview;
 mod readable;
 pub(crate) mod scan;
 mod special;
-mod template;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -160,7 +175,7 @@ pub struct Vocab {
     /// tokenizer.json kept with its merges' places, when asked for.
     source: Option<Box<parse::Source>>,
     /// The tokenizer.json made from older files, when there was none.
-    made: Option<Box<legacy::Made>>,
+    made: Option<Box<other_files::Made>>,
     /// The built tokenizer, or the message saying why it cannot be built.
     tokenizer: OnceLock<std::result::Result<Tokenizer, String>>,
 }

@@ -117,7 +117,7 @@ impl<'de> Visitor<'de> for VocabVisitor {
 }
 
 /// The bytes of a tokenizer.json: the mapped file, or one made in memory
-/// from older tokenizer files (see `legacy`).
+/// from older tokenizer files (see `other_files`).
 pub(crate) enum Bytes {
     Mapped(memmap2::Mmap),
     Made(Arc<[u8]>),

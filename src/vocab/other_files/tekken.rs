@@ -24,7 +24,7 @@ use foldhash::{HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::Made;
-use super::files::read_limited;
+use super::vocabulary::read_limited;
 use crate::error::{Error, Result};
 use crate::vocab::parse::MAX_ID;
 use crate::vocab::readable::byte_to_char;

@@ -5,12 +5,12 @@
 //! their strings (and ids) with the same bytes of that one, a word
 //! comparison each, and finding each short string's closing quote in one
 //! 16-byte word. Anything else (a longer string, an escape, another
-//! layout, the end) is left to the exact readers of [`super::scan`], which
+//! layout, the end) is left to the exact readers of the scan (`super`), which
 //! learn the layout again.
 
 use std::ops::Range;
 
-use super::scan::{Merge, Part, uint};
+use super::strings::{Merge, Part, uint};
 
 /// Up to 16 bytes, compared in one word.
 #[derive(Clone, Copy)]

@@ -3,18 +3,38 @@
 //! without walking hundreds of thousands of merges and entries, and both
 //! are read in place, in the same walk (see [`merges`] and [`vocab`]).
 //!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | the walk: [`locate`], [`merges`], [`vocab`], skipping values, [`splice`] |
+//! | `strings.rs` | JSON strings as written ([`Part`]), merges ([`Merge`]), plain integer ids |
+//! | `cursor.rs` | a forward cursor over 64-byte blocks classified at once (SSE2 on x86-64) |
+//! | `template.rs` | the layout a pretty-printed file repeats, learned once and compared word-wide |
+//! | `places.rs` | where each merge's strings lie, eight bytes a merge ([`MergePlaces`]) |
+//! | `tests.rs` | the scan against serde on both merge shapes, escapes and broken layouts |
+//!
 //! The scan reads strictly what it expects (objects of keys, strings with
 //! valid escapes, the merges' two shapes, ids as plain integers) and gives
 //! up, `None`, on anything else: callers then parse the whole file with
 //! serde, so an unexpected layout costs time, never an answer or an error
 //! message. Values it only skips are checked by the serde parse of the
 //! rest, when they are parsed.
+//!
+//! Why it exists: serde alone (borrowed strings, merges skipped as
+//! `IgnoredAny`) reads Llama 3's tokenizer.json in about twice the time,
+//! and a word query waits for that read before its pass over the matrix.
 
-use std::borrow::Cow;
+mod cursor;
+mod places;
+mod strings;
+mod template;
+
 use std::ops::Range;
 
-use super::cursor::Cursor;
-use super::template::{EntryTemplate, Template};
+use cursor::Cursor;
+pub(crate) use places::{MergePlace, MergePlaces};
+pub(crate) use strings::{Merge, Part, joined_split};
+use strings::{string, uint};
+use template::{EntryTemplate, Template};
 
 /// Where the parts of `model` lie in a tokenizer.json.
 pub(crate) struct Layout {
@@ -111,180 +131,6 @@ pub(crate) fn splice(b: &[u8], cut: &mut [Range<usize>]) -> Vec<u8> {
     }
     out.extend_from_slice(&b[from..]);
     out
-}
-
-/// One merge as written: `"a b"` (joined) or `["a", "b"]` (a pair).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Merge<'a> {
-    Joined(Part<'a>),
-    Pair(Part<'a>, Part<'a>),
-}
-
-/// A string of the file as written, quotes included.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Part<'a> {
-    pub(super) quoted: &'a [u8],
-    /// Whether it has a backslash escape.
-    pub(super) escaped: bool,
-}
-
-impl<'a> Part<'a> {
-    /// The string written `quoted` (quotes included), with backslash
-    /// escapes or not, as [`merges`] found it in a file.
-    pub(crate) fn new(quoted: &'a [u8], escaped: bool) -> Part<'a> {
-        Part { quoted, escaped }
-    }
-
-    /// Whether the string has backslash escapes.
-    pub(crate) fn escaped(self) -> bool {
-        self.escaped
-    }
-
-    /// Where the string lies in `file`, which holds it.
-    pub(crate) fn range_in(self, file: &[u8]) -> Range<usize> {
-        let start = self.quoted.as_ptr() as usize - file.as_ptr() as usize;
-        start..start + self.quoted.len()
-    }
-
-    /// The string's bytes: borrowed when it has no escape, else decoded
-    /// (`None` when the escapes do not make a string, as a lone surrogate).
-    pub(crate) fn text(self) -> Option<Cow<'a, [u8]>> {
-        if self.escaped {
-            let s: String = serde_json::from_slice(self.quoted).ok()?;
-            Some(Cow::Owned(s.into_bytes()))
-        } else {
-            Some(Cow::Borrowed(&self.quoted[1..self.quoted.len() - 1]))
-        }
-    }
-}
-
-/// Where each merge's strings lie in a tokenizer.json, recorded while
-/// [`merges`] checks them, so that a later reader can filter the merges
-/// without scanning them again (`undertrained`'s reachability test): a
-/// [`MergePlace`] of 8 bytes per merge. A merge that does not fit one
-/// (a file of 4 GiB or more, a string of 4 KiB or more, or 64 bytes or
-/// more between a pair's strings) leaves the places incomplete.
-#[derive(Debug, Default)]
-pub(crate) struct MergePlaces {
-    /// One place a merge, in order.
-    pub merges: Vec<MergePlace>,
-    /// Whether the merges are pairs of strings (the last one recorded was).
-    pub pairs: bool,
-    /// A merge did not fit its place.
-    overflow: bool,
-}
-
-/// Where a merge's strings lie, quotes included, packed in 64 bits (16
-/// bytes, a start and an end for each string, took a page fault per 256
-/// merges more while the tokenizer loaded): from bit 0, the first
-/// string's start (32 bits), its length and the second's (12 bits each,
-/// 0 for a joined merge), the bytes between them (6 bits), and whether
-/// each has escapes (a bit each).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct MergePlace(u64);
-
-impl MergePlace {
-    /// The place of the strings at `a` and `b` (none for a joined merge)
-    /// with escapes as said; `None` when they do not fit.
-    fn new((a, a_esc): (Range<usize>, bool), b: Option<(Range<usize>, bool)>) -> Option<Self> {
-        let fits = |x: usize, bits: u32| (x < 1 << bits).then_some(x as u64);
-        let (len_b, gap, b_esc) = match b {
-            Some((b, esc)) => (b.len(), b.start.checked_sub(a.end)?, esc),
-            None => (0, 0, false),
-        };
-        Some(MergePlace(
-            fits(a.start, 32)?
-                | fits(a.len(), 12)? << 32
-                | fits(len_b, 12)? << 44
-                | fits(gap, 6)? << 56
-                | u64::from(a_esc) << 62
-                | u64::from(b_esc) << 63,
-        ))
-    }
-
-    /// Where its first string lies, and whether it has escapes.
-    pub(crate) fn first(self) -> (Range<usize>, bool) {
-        let start = (self.0 & 0xFFFF_FFFF) as usize;
-        let len = (self.0 >> 32 & 0xFFF) as usize;
-        (start..start + len, self.0 >> 62 & 1 == 1)
-    }
-
-    /// Where its second string lies, and whether it has escapes (`None`:
-    /// a joined merge).
-    pub(crate) fn second(self) -> Option<(Range<usize>, bool)> {
-        let len = (self.0 >> 44 & 0xFFF) as usize;
-        let start = self.first().0.end + (self.0 >> 56 & 0x3F) as usize;
-        (len > 0).then_some((start..start + len, self.0 >> 63 == 1))
-    }
-}
-
-impl MergePlaces {
-    /// Places with room for the merges of a file of `len` bytes (a merge
-    /// takes 6 bytes at the least, `"a b",`): the vector never grows by
-    /// copying, and the pages past what the merges use are never touched.
-    pub(crate) fn for_file(len: usize) -> MergePlaces {
-        MergePlaces {
-            merges: Vec::with_capacity(len / 6),
-            ..MergePlaces::default()
-        }
-    }
-
-    /// Records the places of `merge`'s strings in `file`.
-    pub(crate) fn record(&mut self, file: &[u8], merge: Merge) {
-        let at = |part: Part| (part.range_in(file), part.escaped());
-        let place = match merge {
-            Merge::Pair(a, b) => {
-                self.pairs = true;
-                MergePlace::new(at(a), Some(at(b)))
-            }
-            Merge::Joined(s) => {
-                self.pairs = false;
-                MergePlace::new(at(s), None)
-            }
-        };
-        match place {
-            Some(p) => self.merges.push(p),
-            None => self.overflow = true,
-        }
-    }
-
-    /// The places, unless one did not fit.
-    pub(crate) fn complete(self) -> Option<MergePlaces> {
-        (!self.overflow).then_some(self)
-    }
-}
-
-impl<'a> Merge<'a> {
-    /// The merge's two parts, as the tokenizers crate reads them: a joined
-    /// merge splits at its one space (`None` with none or several; `None`
-    /// too for a `#version` line, which it skips). Allocates only for a
-    /// string with escapes.
-    pub(crate) fn parts(self) -> Option<[Cow<'a, [u8]>; 2]> {
-        match self {
-            Merge::Pair(a, b) => Some([a.text()?, b.text()?]),
-            Merge::Joined(s) => match s.text()? {
-                Cow::Borrowed(t) => {
-                    let at = joined_split(t)?;
-                    Some([Cow::Borrowed(&t[..at]), Cow::Borrowed(&t[at + 1..])])
-                }
-                Cow::Owned(t) => {
-                    let at = joined_split(&t)?;
-                    Some([
-                        Cow::Owned(t[..at].to_vec()),
-                        Cow::Owned(t[at + 1..].to_vec()),
-                    ])
-                }
-            },
-        }
-    }
-}
-
-/// Where the tokenizers crate splits the text `t` of a joined merge: at
-/// its one space (`None` with none or several; `None` too for a
-/// `#version` line, which it skips).
-pub(crate) fn joined_split(t: &[u8]) -> Option<usize> {
-    let at = t.iter().position(|&c| c == b' ')?;
-    (!t[at + 1..].contains(&b' ') && !t.starts_with(b"#version")).then_some(at)
 }
 
 /// Scans the merges array starting at `b[i]`, calling `f` on each merge in
@@ -389,24 +235,6 @@ fn vocab<'a>(b: &'a [u8], i: usize, mut f: impl FnMut(Part<'a>, u32)) -> Option<
     }
 }
 
-/// The JSON integer at `b[i]` (`0` or digits without a leading zero) when
-/// it fits a `u32`, and the index past it.
-#[inline(always)]
-pub(super) fn uint(b: &[u8], i: usize) -> Option<(u32, usize)> {
-    let digits = b
-        .get(i..)?
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .count();
-    if digits == 0 || digits > 10 || (digits > 1 && b[i] == b'0') {
-        return None;
-    }
-    let id = b[i..i + digits].iter().try_fold(0u32, |n, &c| {
-        n.checked_mul(10)?.checked_add(u32::from(c - b'0'))
-    })?;
-    Some((id, i + digits))
-}
-
 /// What a member's callback tells [`each_member`]: go on from the end of
 /// its value, or stop the whole walk.
 enum Flow {
@@ -486,48 +314,6 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// The string starting at `b[i]` (a quote) and the index past it; `None`
-/// unless it is a JSON string: closed, no control characters, escapes
-/// among `\" \\ \/ \b \f \n \r \t \uXXXX`.
-#[inline(always)]
-pub(super) fn string(b: &[u8], i: usize) -> Option<(Part<'_>, usize)> {
-    if b.get(i) != Some(&b'"') {
-        return None;
-    }
-    let mut escaped = false;
-    let mut j = i + 1;
-    loop {
-        // To the next quote, backslash or control character, eight bytes
-        // at a time.
-        while let Some(x) = word(b, j) {
-            let m = eq(x, b'"') | eq(x, b'\\') | zero(x & 0xE0E0_E0E0_E0E0_E0E0);
-            if m != 0 {
-                j += (m.trailing_zeros() / 8) as usize;
-                break;
-            }
-            j += 8;
-        }
-        match *b.get(j)? {
-            b'"' => break,
-            b'\\' => {
-                escaped = true;
-                j += match *b.get(j + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
-                    b'u' if b.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
-                    _ => return None,
-                };
-            }
-            0..=0x1f => return None,
-            _ => j += 1,
-        }
-    }
-    let part = Part {
-        quoted: &b[i..=j],
-        escaped,
-    };
-    Some((part, j + 1))
-}
-
 /// The index of the first byte at or after `i` that is not JSON whitespace.
 /// Only between the members of the top object and of `model`, a few
 /// dozen times a file: the merges and vocab, and the values skipped, are
@@ -539,29 +325,5 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The high bit of every byte.
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// The eight bytes at `b[i..]`, first byte lowest, when there are eight.
-#[inline(always)]
-fn word(b: &[u8], i: usize) -> Option<u64> {
-    let bytes = b.get(i..i + 8)?;
-    Some(u64::from_le_bytes(bytes.try_into().ok()?))
-}
-
-/// The high bit set in each byte of `x` that is zero (exactly: no carries
-/// between bytes).
-#[inline(always)]
-fn zero(x: u64) -> u64 {
-    !(((x & !HIGH) + !HIGH) | x) & HIGH
-}
-
-/// The high bit set in each byte of `x` equal to `c`.
-#[inline(always)]
-fn eq(x: u64, c: u8) -> u64 {
-    zero(x ^ (u64::from(c) * 0x0101_0101_0101_0101))
-}
-
 #[cfg(test)]
-#[path = "scan_tests.rs"]
 mod tests;

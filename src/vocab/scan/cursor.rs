@@ -8,7 +8,7 @@
 //! The masks are made with SSE2 on x86-64 (part of its baseline), with a
 //! plain loop elsewhere.
 
-use super::scan::{Part, string};
+use super::strings::{Part, string};
 
 /// The length of a block.
 const BLOCK: usize = 64;

@@ -1,5 +1,5 @@
 //! The `transformers` tokenizer classes whose conversion of older files
-//! `legacy` follows, and which class and files a download is read as.
+//! `other_files` follows, and which class and files a download is read as.
 
 use std::path::Path;
 

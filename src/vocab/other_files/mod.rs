@@ -18,11 +18,19 @@
 //! others. A class this module does not know still gives the vocabulary
 //! (ids, tokens), but encoding text is refused, since its pipeline could
 //! differ; so is a SentencePiece model's unless its class is Llama's.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`convert`]: which files a download has, and the tokenizer.json made of them |
+//! | `classes.rs` | the `transformers` classes followed, and which class a download is read as |
+//! | `vocabulary.rs` | `vocab.txt`, `vocab.json`, `merges.txt` and SentencePiece pieces, read as `transformers` reads them |
+//! | `spm.rs` | the pieces of a SentencePiece `tokenizer.model` (protobuf) |
+//! | `tekken.rs` | Mistral's `tekken.json`, as `mistral_common` reads it |
 
 mod classes;
-mod files;
 mod spm;
 mod tekken;
+mod vocabulary;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -43,7 +51,7 @@ use super::parse;
 use super::special::{added_tokens_decoder, read_json_object, token_string};
 use crate::error::{Error, Result};
 use classes::{Class, Layout, Post, choose, class_name};
-use files::Vocabulary;
+use vocabulary::Vocabulary;
 
 /// The most T5 sentinels (`extra_ids`) read: T5 has 100; a hostile file
 /// must not make millions of tokens.

@@ -5,12 +5,12 @@
 //! Reading a mapped file makes the kernel fill a page-table entry for each
 //! 4 KiB page; unmapping tears them down again, one thread for the whole
 //! map: for Llama 3's two vocabulary matrices half a million entries,
-//! 15–40 ms per GiB measured here (`strace -T` of the `munmap` at exit,
-//! depending on how the file's pages sit in the page cache), a serial
-//! tail after the parallel work. `MADV_DONTNEED` on pieces of the
-//! map, from every worker at once, drops the same entries in parallel; the
-//! `munmap` at exit then finds none. The data stays in the page cache: a
-//! later read of a released page maps it again.
+//! 15–40 ms per GiB of `munmap` at exit (depending on how the file's
+//! pages sit in the page cache), a serial tail after the parallel work.
+//! `MADV_DONTNEED` on pieces of the map, from every worker at once, drops
+//! the same entries in parallel; the `munmap` at exit then finds none.
+//! The data stays in the page cache: a later read of a released page maps
+//! it again.
 
 use super::{Checkpoint, TensorEntry};
 
