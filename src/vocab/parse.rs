@@ -262,6 +262,7 @@ fn scanned(
                 Some(Ok(added)) => added,
                 Some(Err(_)) => return,
             };
+            let added: Vec<(u32, &str)> = added.iter().map(|a| (a.id, &*a.content)).collect();
             preview(&Preview {
                 model: &read.borrow(),
                 added: &added,

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 #[cfg(doc)]
 use super::Vocab;
 use super::entries::ReadEntries;
-use super::parse::RawAdded;
 
 /// The id → token table as far as tokenizer.json has been read when the
 /// scan has read its model vocab: the model entries, and the added tokens
@@ -17,7 +16,8 @@ use super::parse::RawAdded;
 /// first; ones written after are missing here).
 pub struct Preview<'a> {
     pub(super) model: &'a ReadEntries,
-    pub(super) added: &'a [RawAdded],
+    /// The added tokens read so far: id and content, in file order.
+    pub(super) added: &'a [(u32, &'a str)],
 }
 
 impl Preview<'_> {
@@ -33,8 +33,8 @@ impl Preview<'_> {
         let added: BTreeMap<u32, &[u8]> = self
             .added
             .iter()
-            .filter(|a| (a.id as usize) < rows)
-            .map(|a| (a.id, a.content.as_bytes()))
+            .filter(|&&(id, _)| (id as usize) < rows)
+            .map(|&(id, content)| (id, content.as_bytes()))
             .collect();
         let mut seen = vec![0u64; rows.div_ceil(64)];
         let mut kept = Vec::new();
