@@ -245,6 +245,41 @@ fn hostile_files_exit_2_naming_the_file() {
 }
 
 #[test]
+fn a_tensor_named_twice_is_refused_by_every_command_but_check() {
+    let file = fixture("broken/duplicate-tensor-name.safetensors");
+    let said = "the header gives tensor `embed_tokens.weight` twice; transformers and candle refuse it (safetensors: ";
+    for args in [
+        &["info", &file][..],
+        &["tensors", &file],
+        &["size", &file],
+        &["lookup", &file, "--id", "1"],
+        &["neighbors", &file, "#1"],
+        &["undertrained", &file],
+    ] {
+        let err = fails(args, said);
+        assert!(err.contains(&file), "{err}");
+    }
+    // `check` reports it as an error finding and audits the entry read
+    // (the second), exit 1.
+    let out = embscope()
+        .args(["--json", "check", &file])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let finding = &report["findings"][0];
+    assert_eq!(finding["code"], "duplicate-tensor-name");
+    assert_eq!(finding["severity"], "error");
+    assert_eq!(finding["evidence"]["names"][0], "embed_tokens.weight");
+    assert!(finding["message"].as_str().unwrap().contains(said));
+    assert_eq!(report["embedding"], "embed_tokens.weight");
+    let codes: Vec<&str> = (report["findings"].as_array().unwrap().iter())
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"norm-summary"), "{codes:?}");
+}
+
+#[test]
 fn missing_path_and_wrong_file_kind() {
     fails(&["info", "./no/such/model"], "no such file or directory");
     fails(

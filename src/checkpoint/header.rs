@@ -1,20 +1,33 @@
 //! Parsing and validating one safetensors header, from untrusted bytes.
 //!
-//! Checks what the safetensors crate checks and more: the header length fits
-//! the file and a cap, the header is a JSON object, every dtype is known,
-//! `data_offsets` are ordered, inside the data area, match shape × dtype size
-//! and do not overlap. Nothing is allocated from a length before it is checked.
+//! The safetensors crate reads it, as it does for the loaders built on it
+//! (transformers, candle): the length prefix under a 100 MB cap, a UTF-8
+//! JSON object of known dtypes, `data_offsets` in order and back to back
+//! from the start of the data area to the end of the file, each matching
+//! shape × dtype size. embscope adds what the crate cannot see: a tensor
+//! name given twice, which its map silently keeps once
+//! ([`Header::duplicates`]). When the crate refuses a file, the message
+//! names the fault in embscope's words (`header_faults`: which tensor,
+//! which bytes, what was expected) and says that loaders refuse it too,
+//! with the crate's reason.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::Path;
 
-use serde_json::Value;
+use safetensors::SafeTensors;
+use safetensors::tensor::Metadata;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 
+use super::header_faults;
 use crate::dtype::Dtype;
 use crate::{Error, Result};
 
 /// Largest header accepted, as in the safetensors crate (100 MB).
 pub const MAX_HEADER_LEN: u64 = 100_000_000;
+
+/// Who else refuses a file the safetensors crate refuses.
+const LOADERS: &str = "transformers and candle";
 
 /// One tensor entry of a header, with offsets made absolute in the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,151 +47,165 @@ pub struct RawTensor {
 /// A validated header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
-    /// Tensors in file order (by start offset).
+    /// Tensors in file order (by start offset); of a name given twice, the
+    /// last entry.
     pub tensors: Vec<RawTensor>,
     /// The `__metadata__` map, if any.
     pub metadata: BTreeMap<String, String>,
+    /// The names the header gives more than once, each once. Loaders
+    /// refuse such a file (see `refusal`), or read one of the entries: it
+    /// is read only by `check`, which reports it.
+    pub duplicates: Vec<String>,
+    /// Why the safetensors crate refuses the file, when it does (then
+    /// `duplicates` is why).
+    pub refusal: Option<String>,
 }
 
-/// Parses and validates the header of `file` (its whole mapped bytes).
-pub fn parse(path: &Path, file: &[u8]) -> Result<Header> {
-    let bad = |msg: String| Error::bad_file(path, msg);
-    let file_len = file.len() as u64;
-    if file_len < 8 {
-        return Err(bad(format!(
-            "file is {file_len} bytes, too short for a safetensors header (8-byte length prefix expected)"
-        )));
+impl Header {
+    /// What is wrong with a header that gives names twice, for a message
+    /// about its file: the first such name, how many more, and what
+    /// loaders make of it. `None` when every name is given once.
+    pub fn duplicate_fault(&self) -> Option<String> {
+        let first = self.duplicates.first()?;
+        let more = match self.duplicates.len() - 1 {
+            0 => String::new(),
+            1 => " (and 1 other name)".to_string(),
+            n => format!(" (and {n} other names)"),
+        };
+        let loaders = match &self.refusal {
+            Some(why) => format!("{LOADERS} refuse it (safetensors: {why})"),
+            None => "loaders keep one of its entries".to_string(),
+        };
+        Some(format!(
+            "the header gives tensor `{first}` twice{more}; {loaders}"
+        ))
     }
-    let mut prefix = [0u8; 8];
-    prefix.copy_from_slice(&file[..8]);
-    let n = u64::from_le_bytes(prefix);
-    if n > MAX_HEADER_LEN {
-        return Err(bad(format!(
-            "header length {n} exceeds the {MAX_HEADER_LEN}-byte cap; not a safetensors file?"
-        )));
-    }
-    if n > file_len - 8 {
-        return Err(bad(format!(
-            "header length {n} runs past the end of the file ({file_len} bytes); truncated?"
-        )));
-    }
-    let header_len = n as usize;
-    let data_start = 8 + header_len;
-    let data_len = file.len() - data_start;
-    let json = std::str::from_utf8(&file[8..data_start])
-        .map_err(|e| bad(format!("header is not UTF-8 ({e})")))?;
-    let value: Value = serde_json::from_str(json.trim_end())
-        .map_err(|e| bad(format!("header is not valid JSON ({e})")))?;
-    let Value::Object(map) = value else {
-        return Err(bad("header is not a JSON object".into()));
-    };
+}
 
-    let mut metadata = BTreeMap::new();
-    let mut tensors = Vec::with_capacity(map.len());
-    for (name, entry) in map {
-        if name == "__metadata__" {
-            metadata = parse_metadata(&entry).map_err(bad)?;
+/// Parses and validates the header of `file` (its whole mapped bytes). A
+/// header whose only fault is a name given twice is read (see
+/// [`Header::duplicates`]); the caller decides.
+pub fn parse(path: &Path, file: &[u8]) -> Result<Header> {
+    let refusal = match SafeTensors::read_metadata(file) {
+        Ok((n, metadata)) => return from_crate(path, file, n, &metadata),
+        Err(refusal) => refusal.to_string(),
+    };
+    match header_faults::read(file) {
+        Err(fault) => Err(Error::bad_file(
+            path,
+            format!("{fault} ({LOADERS} refuse it too; safetensors: {refusal})"),
+        )),
+        Ok(header) if !header.duplicates.is_empty() => Ok(Header {
+            refusal: Some(refusal),
+            ..header
+        }),
+        Ok(_) => Err(Error::bad_file(
+            path,
+            format!("{LOADERS} refuse it (safetensors: {refusal})"),
+        )),
+    }
+}
+
+/// The header as the crate read it (`n` bytes of JSON after the length
+/// prefix), with the names given twice found in the JSON.
+fn from_crate(path: &Path, file: &[u8], n: usize, metadata: &Metadata) -> Result<Header> {
+    let data_start = 8 + n;
+    let json = &file[8..data_start];
+    // The crate parsed the same bytes, so this cannot fail.
+    let Names(names) = serde_json::from_slice(json).unwrap_or(Names(Vec::new()));
+    let duplicates = header_faults::repeated(names.iter().map(String::as_str));
+    let mut tensors = Vec::new();
+    for name in metadata.offset_keys() {
+        let Some(info) = metadata.info(&name) else {
             continue;
-        }
-        let t = parse_entry(&name, &entry, data_len).map_err(bad)?;
+        };
+        let dtype = dtype_of(info.dtype).ok_or_else(|| {
+            Error::bad_file(
+                path,
+                format!(
+                    "tensor `{name}`: dtype {:?} is not one embscope reads",
+                    info.dtype
+                ),
+            )
+        })?;
+        let (start, end) = info.data_offsets;
         tensors.push(RawTensor {
-            start: t.start + data_start,
-            end: t.end + data_start,
-            ..t
+            name,
+            dtype,
+            shape: info.shape.clone(),
+            start: data_start + start,
+            end: data_start + end,
         });
     }
-    tensors.sort_by_key(|t| (t.start, t.end));
-    for pair in tensors.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        if b.start < a.end {
-            return Err(bad(format!(
-                "tensors `{}` and `{}` overlap (bytes {}..{} and {}..{} of the data area)",
-                a.name,
-                b.name,
-                a.start - data_start,
-                a.end - data_start,
-                b.start - data_start,
-                b.end - data_start
-            )));
-        }
-    }
-    Ok(Header { tensors, metadata })
-}
-
-fn parse_metadata(v: &Value) -> std::result::Result<BTreeMap<String, String>, String> {
-    let Value::Object(map) = v else {
-        return Err("`__metadata__` is not an object of strings".into());
-    };
-    map.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            _ => Err(format!("`__metadata__.{k}` is not a string")),
-        })
-        .collect()
-}
-
-/// Validates one entry; offsets in the result are relative to the data area.
-fn parse_entry(name: &str, v: &Value, data_len: usize) -> std::result::Result<RawTensor, String> {
-    let Value::Object(obj) = v else {
-        return Err(format!("tensor `{name}`: entry is not an object"));
-    };
-    let dtype_s = obj
-        .get("dtype")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("tensor `{name}`: missing string `dtype`"))?;
-    let dtype = Dtype::parse_header(dtype_s).ok_or_else(|| {
-        format!(
-            "tensor `{name}`: unknown dtype `{dtype_s}`, expected one of {}",
-            Dtype::all_names()
-        )
-    })?;
-    let shape = obj
-        .get("shape")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("tensor `{name}`: missing array `shape`"))?
-        .iter()
-        .map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| format!("tensor `{name}`: shape must be non-negative integers"))?;
-    let offsets = obj
-        .get("data_offsets")
-        .and_then(Value::as_array)
-        .filter(|a| a.len() == 2)
-        .and_then(|a| Some((a[0].as_u64()?, a[1].as_u64()?)))
-        .ok_or_else(|| {
-            format!("tensor `{name}`: `data_offsets` must be two non-negative integers")
-        })?;
-    let (begin, end) = offsets;
-    if begin > end {
-        return Err(format!(
-            "tensor `{name}`: data_offsets [{begin}, {end}] are out of order"
-        ));
-    }
-    if end > data_len as u64 {
-        return Err(format!(
-            "tensor `{name}`: data_offsets end {end} is beyond the data area ({data_len} bytes); truncated?"
-        ));
-    }
-    let elements = shape
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
-        .ok_or_else(|| format!("tensor `{name}`: shape {shape:?} overflows"))?;
-    let expected = dtype.bytes_for(elements).ok_or_else(|| {
-        format!("tensor `{name}`: {elements} {dtype} values are not a whole number of bytes")
-    })?;
-    if end - begin != expected {
-        return Err(format!(
-            "tensor `{name}`: shape {shape:?} of {dtype} needs {expected} bytes, data_offsets give {}",
-            end - begin
-        ));
-    }
-    Ok(RawTensor {
-        name: name.to_string(),
-        dtype,
-        shape,
-        start: begin as usize,
-        end: end as usize,
+    let metadata = (metadata.metadata().iter().flatten())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Ok(Header {
+        tensors,
+        metadata,
+        duplicates,
+        refusal: None,
     })
+}
+
+/// embscope's dtype for the crate's; `None` for one added to the crate
+/// after this list was written.
+fn dtype_of(d: safetensors::Dtype) -> Option<Dtype> {
+    use safetensors::Dtype as S;
+    Some(match d {
+        S::BOOL => Dtype::BOOL,
+        S::F4 => Dtype::F4,
+        S::F6_E2M3 => Dtype::F6_E2M3,
+        S::F6_E3M2 => Dtype::F6_E3M2,
+        S::U8 => Dtype::U8,
+        S::I8 => Dtype::I8,
+        S::F8_E5M2 => Dtype::F8_E5M2,
+        S::F8_E4M3 => Dtype::F8_E4M3,
+        S::F8_E8M0 => Dtype::F8_E8M0,
+        S::F8_E4M3FNUZ => Dtype::F8_E4M3FNUZ,
+        S::F8_E5M2FNUZ => Dtype::F8_E5M2FNUZ,
+        S::I16 => Dtype::I16,
+        S::U16 => Dtype::U16,
+        S::F16 => Dtype::F16,
+        S::BF16 => Dtype::BF16,
+        S::I32 => Dtype::I32,
+        S::U32 => Dtype::U32,
+        S::F32 => Dtype::F32,
+        S::C64 => Dtype::C64,
+        S::F64 => Dtype::F64,
+        S::I64 => Dtype::I64,
+        S::U64 => Dtype::U64,
+        _ => return None,
+    })
+}
+
+/// The member names of a JSON object in file order, values skipped: a
+/// name given twice is there twice.
+struct Names(Vec<String>);
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_map(NamesVisitor)
+    }
+}
+
+struct NamesVisitor;
+
+impl<'de> Visitor<'de> for NamesVisitor {
+    type Value = Names;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Names, A::Error> {
+        let mut names = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            map.next_value::<IgnoredAny>()?;
+            names.push(name);
+        }
+        Ok(Names(names))
+    }
 }
 
 #[cfg(test)]
@@ -273,6 +300,66 @@ mod tests {
             assert!(msg.contains(want), "{msg:?} lacks {want:?}");
             assert!(msg.starts_with("`m.safetensors`"), "{msg}");
             assert!(!msg.contains('\n'), "{msg}");
+            assert!(
+                msg.contains("transformers and candle refuse it too; safetensors: "),
+                "{msg}"
+            );
         }
+    }
+
+    #[test]
+    fn bytes_no_tensor_owns_are_refused_as_loaders_refuse_them() {
+        let one = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#;
+        let two = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}"#;
+        let three = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#;
+        for (bytes, want) in [
+            (
+                file(one, 8),
+                "bytes 0..4 of the data area (8 bytes) belong to no tensor",
+            ),
+            (
+                file(two, 12),
+                "bytes 4..8 of the data area (12 bytes) belong to no tensor",
+            ),
+            (
+                file(three, 6),
+                "bytes 4..6 of the data area (6 bytes) belong to no tensor",
+            ),
+        ] {
+            let msg = err(&bytes);
+            assert!(msg.contains(want), "{msg:?} lacks {want:?}");
+            assert!(msg.contains("safetensors: "), "{msg}");
+        }
+    }
+
+    #[test]
+    fn a_name_given_twice_is_read_with_the_fault_kept() {
+        // Two entries for `a`: the second is read, the crate refuses the
+        // bytes the first one had.
+        let twice = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"a":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}"#;
+        let bytes = file(twice, 12);
+        let h = parse(Path::new("m.safetensors"), &bytes).unwrap();
+        assert_eq!(h.duplicates, ["a"]);
+        let names: Vec<(&str, usize)> = h
+            .tensors
+            .iter()
+            .map(|t| (t.name.as_str(), t.start - 8 - twice.len()))
+            .collect();
+        assert_eq!(names, [("b", 4), ("a", 8)]);
+        let fault = h.duplicate_fault().unwrap();
+        assert!(fault.starts_with("the header gives tensor `a` twice; transformers and candle refuse it (safetensors: "), "{fault}");
+        // The same entry twice: the crate reads the file, the name is
+        // still given twice.
+        let same = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#;
+        let bytes = file(same, 4);
+        let h = parse(Path::new("m.safetensors"), &bytes).unwrap();
+        assert_eq!((h.duplicates.len(), h.refusal.is_none()), (1, true));
+        assert_eq!(
+            h.duplicate_fault().unwrap(),
+            "the header gives tensor `a` twice; loaders keep one of its entries"
+        );
+        // A name given twice beside another fault: the other fault.
+        let overlap = r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}"#;
+        assert!(err(&file(overlap, 8)).contains("overlap"));
     }
 }

@@ -11,7 +11,8 @@
 //! | `locate.rs` | MODEL turned into files: directory, file, index, Hub cache, Ollama store |
 //! | `hub_cache.rs` | Hub ids and where the local Hugging Face cache keeps them |
 //! | `ollama.rs` | Ollama names and the GGUF blob a manifest names |
-//! | `header.rs` | one safetensors header, parsed and validated from untrusted bytes |
+//! | `header.rs` | one safetensors header, read by the safetensors crate, names given twice found |
+//! | `header_faults.rs` | what is wrong with a header the crate refuses, in embscope's words |
 //! | `index.rs` | `*.safetensors.index.json`, the weight map of a sharded checkpoint |
 //! | `gguf.rs` | one GGUF file read from untrusted, mapped bytes |
 //! | `gguf_split.rs` | a GGUF model split into several files |
@@ -24,6 +25,7 @@ pub mod gguf;
 pub mod gguf_config;
 mod gguf_split;
 pub mod header;
+mod header_faults;
 mod hub_cache;
 mod index;
 pub mod locate;
@@ -119,6 +121,30 @@ pub enum WeightFormat {
     Gguf,
 }
 
+/// What opening does with a fault of a file that `check` reports as a
+/// finding and audits past: a safetensors header that gives a tensor name
+/// twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Faults {
+    /// Refuse the file with a one-line error (every command but `check`).
+    Refuse,
+    /// Read on, the fault kept in [`Checkpoint::duplicate_names`] (`check`).
+    Record,
+}
+
+/// A safetensors header that gives tensor names twice, opened with
+/// [`Faults::Record`]: of each, the last entry is read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DuplicateNames {
+    /// The file.
+    pub file: PathBuf,
+    /// The names given more than once, each once.
+    pub names: Vec<String>,
+    /// What is wrong and what loaders make of it, in one line (without
+    /// the file name).
+    pub fault: String,
+}
+
 /// An opened checkpoint: mapped shards, one tensor index, config.
 #[derive(Debug)]
 pub struct Checkpoint {
@@ -134,6 +160,9 @@ pub struct Checkpoint {
     pub tensors: BTreeMap<String, TensorEntry>,
     /// `config.json`, when present; for GGUF, built from the metadata.
     pub config: Option<ModelConfig>,
+    /// The safetensors headers that give tensor names twice (opened with
+    /// [`Faults::Record`]; with [`Faults::Refuse`] such a file is an error).
+    pub duplicate_names: Vec<DuplicateNames>,
     /// The metadata of a GGUF file.
     gguf_metadata: Option<HashMap<String, GgufValue>>,
 }
@@ -145,8 +174,19 @@ impl Checkpoint {
     }
 
     /// Opens the files MODEL was located at (so that a caller can show
-    /// [`Sources::notes`] before the files are read).
-    pub fn open_located(model: &str, mut sources: Sources) -> Result<Checkpoint> {
+    /// [`Sources::notes`] before the files are read), refusing a faulty
+    /// file (see [`Faults`]).
+    pub fn open_located(model: &str, sources: Sources) -> Result<Checkpoint> {
+        Checkpoint::open_located_with(model, sources, Faults::Refuse)
+    }
+
+    /// [`Checkpoint::open_located`], with `faults` saying what to do with
+    /// a fault `check` audits past.
+    pub fn open_located_with(
+        model: &str,
+        mut sources: Sources,
+        faults: Faults,
+    ) -> Result<Checkpoint> {
         if let [path] = &sources.shards[..]
             && locate::is_gguf(path)
         {
@@ -162,9 +202,20 @@ impl Checkpoint {
         };
         let mut shards: Vec<Shard> = Vec::with_capacity(sources.shards.len());
         let mut tensors: BTreeMap<String, TensorEntry> = BTreeMap::new();
+        let mut duplicate_names = Vec::new();
         for (i, path) in sources.shards.iter().enumerate() {
             let map = map_file(path)?;
             let h = header::parse(path, &map)?;
+            if let Some(fault) = h.duplicate_fault() {
+                if faults == Faults::Refuse {
+                    return Err(Error::bad_file(path, fault));
+                }
+                duplicate_names.push(DuplicateNames {
+                    file: path.clone(),
+                    names: h.duplicates.clone(),
+                    fault,
+                });
+            }
             for t in &h.tensors {
                 insert_once(&mut tensors, &shards, path, t, i)?;
             }
@@ -185,6 +236,7 @@ impl Checkpoint {
             shards,
             tensors,
             config,
+            duplicate_names,
             gguf_metadata: None,
         })
     }
@@ -250,6 +302,7 @@ impl Checkpoint {
             shards,
             tensors,
             config: Some(config),
+            duplicate_names: Vec::new(),
             gguf_metadata: Some(g.metadata),
         })
     }

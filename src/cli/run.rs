@@ -8,7 +8,7 @@ use std::io;
 use std::path::Path;
 
 use crate::checkpoint::locate::locate;
-use crate::checkpoint::{Checkpoint, WeightFormat};
+use crate::checkpoint::{Checkpoint, Faults, WeightFormat};
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, QuerySpec};
 use crate::cmd::{self, check, undertrained};
@@ -59,7 +59,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             filter,
             sort,
         } => {
-            let ckpt = open_checkpoint(model, config)?;
+            let ckpt = open_checkpoint(model, config, Faults::Refuse)?;
             let report = cmd::tensors::run(&ckpt, filter.as_deref(), *sort)?;
             emit(&report, out)?;
             // Like grep: a filter that matches nothing exits 1.
@@ -80,7 +80,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
         Task::Lookup(l) => lookup(l, config)?,
         Task::Neighbors(n) => neighbors(n, config)?,
         Task::Check { model, fail_on } => {
-            let (ckpt, mut roles) = open(model, config)?;
+            let (ckpt, mut roles) = open_with(model, config, Faults::Record)?;
             roles.compare_head(&ckpt);
             let report = check::run(
                 &ckpt,
@@ -136,7 +136,13 @@ fn emit<R: serde::Serialize + render::Human>(report: &R, out: &Out) -> io::Resul
 }
 
 fn open(model: &str, config: &Config) -> Result<(Checkpoint, Roles)> {
-    let ckpt = open_checkpoint(model, config)?;
+    open_with(model, config, Faults::Refuse)
+}
+
+/// [`open`], with `faults` saying what to do with a fault `check` audits
+/// past.
+fn open_with(model: &str, config: &Config, faults: Faults) -> Result<(Checkpoint, Roles)> {
+    let ckpt = open_checkpoint(model, config, faults)?;
     let roles = Roles::resolve(&ckpt);
     Ok((ckpt, roles))
 }
@@ -144,7 +150,7 @@ fn open(model: &str, config: &Config) -> Result<(Checkpoint, Roles)> {
 /// Opens MODEL at `--revision` (`main` by default), first printing on
 /// stderr the notes on how it was located, and noting when a revision was
 /// given for a path, where it means nothing.
-fn open_checkpoint(model: &str, config: &Config) -> Result<Checkpoint> {
+fn open_checkpoint(model: &str, config: &Config, faults: Faults) -> Result<Checkpoint> {
     let revision = config.revision.as_deref();
     if revision.is_some() && Path::new(model).exists() {
         print_notes(
@@ -157,7 +163,7 @@ fn open_checkpoint(model: &str, config: &Config) -> Result<Checkpoint> {
     let sources = locate(model, revision.unwrap_or("main"))?;
     print_notes(&config.out, &sources.notes);
     let shown = sources.notes.len();
-    let ckpt = Checkpoint::open_located(model, sources)?;
+    let ckpt = Checkpoint::open_located_with(model, sources, faults)?;
     // Notes made while opening (a split opened as its whole model).
     print_notes(&config.out, &ckpt.sources.notes[shown..]);
     Ok(ckpt)

@@ -28,6 +28,14 @@ pub(crate) fn findings(s: &Subject) -> Vec<Finding> {
 }
 
 fn presence(s: &Subject, out: &mut Vec<Finding>) {
+    for d in &s.ckpt.duplicate_names {
+        out.push(Finding::new(
+            Severity::Error,
+            "duplicate-tensor-name",
+            format!("`{}`: {}", d.file.display(), d.fault),
+            json!({"file": d.file.display().to_string(), "names": d.names}),
+        ));
+    }
     if s.embedding.is_none() {
         out.push(Finding::new(
             Severity::Error,
