@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 /// Everything that can go wrong between the command line and a report.
 ///
 /// Source errors are printed inside the message, never chained as `source`
-/// as well, so `{err}` and `{err:#}` print the same single line.
+/// as well, so `{err}` and `{err:#}` print the same single line. Each
+/// common kind has a variant of its own, so that callers and tests can
+/// tell them apart without reading the message.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file could not be opened, mapped or read.
@@ -17,6 +19,16 @@ pub enum Error {
         /// What the operating system said.
         err: std::io::Error,
     },
+    /// A path given is there but is neither a directory nor a regular file
+    /// (a FIFO, a device, a socket): reading it could block or never end.
+    #[error(
+        "`{}` is not a regular file (a FIFO, device or socket); expected a model directory, a .safetensors file, an .index.json or a .gguf file",
+        path.display()
+    )]
+    NotRegularFile {
+        /// The path given.
+        path: PathBuf,
+    },
     /// A file was read but its content is not what was expected.
     #[error("`{}`: {msg}", path.display())]
     BadFile {
@@ -25,8 +37,60 @@ pub enum Error {
         /// What is wrong and what was expected.
         msg: String,
     },
-    /// A command-line value cannot be used: an unknown token, an id out of
-    /// range, a model that cannot be found.
+    /// MODEL is no path, and no model of that name is in the local caches
+    /// (or not at the revision or quantization asked for).
+    #[error("`{model}`{what}")]
+    ModelNotFound {
+        /// The name as given (`org/name`, `org/name:Q4_K_M`, `llama3.2:1b`).
+        model: String,
+        /// What was looked for and where, from `:` or ` is` on.
+        what: String,
+    },
+    /// A token string that is not an entry of the vocabulary.
+    #[error("token `{token}` is not in the vocabulary of `{}`{hint}", vocab.display())]
+    UnknownToken {
+        /// The string as given.
+        token: String,
+        /// The tokenizer file read.
+        vocab: PathBuf,
+        /// Close entries or another way to write it, from `;` on (or empty).
+        hint: String,
+    },
+    /// A row id beyond a matrix.
+    #[error(
+        "id {id} is out of range: `{tensor}` has {rows} rows (ids 0..={})",
+        rows.saturating_sub(1)
+    )]
+    IdOutOfRange {
+        /// The id given.
+        id: u64,
+        /// The matrix.
+        tensor: String,
+        /// Its rows.
+        rows: usize,
+    },
+    /// Text the tokenizer cannot encode.
+    #[error("cannot encode {text:?}: {why}")]
+    CannotEncode {
+        /// The text.
+        text: String,
+        /// What the tokenizer said, on one line.
+        why: String,
+    },
+    /// `EMBSCOPE_KERNEL` names a kernel this CPU cannot run for the matrix.
+    #[error(
+        "EMBSCOPE_KERNEL={name} is not available on this CPU for {what} (available: {available})"
+    )]
+    UnavailableKernel {
+        /// The kernel named.
+        name: String,
+        /// What the kernel was for (the matrix's dtype).
+        what: String,
+        /// The kernels it could be, comma-separated.
+        available: String,
+    },
+    /// A command-line value cannot be used: a flag's value, an empty or
+    /// malformed query, flags that contradict each other.
     #[error("{0}")]
     BadInput(String),
     /// Writing an output file failed.
@@ -59,3 +123,48 @@ impl Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_print_the_messages_they_replace() {
+        let cases = [
+            (
+                Error::UnknownToken {
+                    token: "kign".into(),
+                    vocab: "m/tokenizer.json".into(),
+                    hint: "; close entries: king".into(),
+                },
+                "token `kign` is not in the vocabulary of `m/tokenizer.json`; close entries: king",
+            ),
+            (
+                Error::IdOutOfRange {
+                    id: 9,
+                    tensor: "embed".into(),
+                    rows: 4,
+                },
+                "id 9 is out of range: `embed` has 4 rows (ids 0..=3)",
+            ),
+            (
+                Error::UnavailableKernel {
+                    name: "amx".into(),
+                    what: "BF16".into(),
+                    available: "portable, avx2".into(),
+                },
+                "EMBSCOPE_KERNEL=amx is not available on this CPU for BF16 (available: portable, avx2)",
+            ),
+            (
+                Error::ModelNotFound {
+                    model: "org/x".into(),
+                    what: ": revision `v2` is not in the cache".into(),
+                },
+                "`org/x`: revision `v2` is not in the cache",
+            ),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.to_string(), want);
+        }
+    }
+}

@@ -282,6 +282,18 @@ fn a_tensor_named_twice_is_refused_by_every_command_but_check() {
 #[test]
 fn missing_path_and_wrong_file_kind() {
     fails(&["info", "./no/such/model"], "no such file or directory");
+    // A device or a FIFO is there, but is no file to read (a FIFO's open
+    // would wait for a writer).
+    fails(&["info", "/dev/zero"], "`/dev/zero` is not a regular file");
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("x.safetensors");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        fails(
+            &["tensors", &fifo.display().to_string()],
+            "is not a regular file",
+        );
+    }
     fails(
         &["info", &fixture("llama-sharded/config.json")],
         "expected a .safetensors file",

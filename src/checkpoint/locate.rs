@@ -53,6 +53,11 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
     if path.is_file() {
         return from_file(path);
     }
+    if path.exists() {
+        return Err(Error::NotRegularFile {
+            path: path.to_path_buf(),
+        });
+    }
     // A Hub id in the cache, or `org/repo:Q4_K_M` as llama.cpp's `-hf`
     // takes it: one quantization of a GGUF repository in the cache.
     let cached = |id: &str| hub_repo(id).filter(|r| r.is_dir());
@@ -69,9 +74,10 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
     }
     // Every Hub id is also an Ollama name (its tag `latest`).
     let Some(name) = super::ollama::Name::parse(model) else {
-        return Err(Error::BadInput(format!(
-            "`{model}`: no such file or directory (expected a model directory, a .safetensors file, an .index.json, a .gguf file, a Hub id such as `org/name` or an Ollama name such as `llama3.2:1b`)"
-        )));
+        return Err(Error::ModelNotFound {
+            model: model.to_string(),
+            what: ": no such file or directory (expected a model directory, a .safetensors file, an .index.json, a .gguf file, a Hub id such as `org/name` or an Ollama name such as `llama3.2:1b`)".to_string(),
+        });
     };
     if let Some(found) = super::ollama::find(model, &name) {
         let (blob, note) = found?;
@@ -80,9 +86,9 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
         return Ok(sources);
     }
     let ollama = super::ollama::expected(&name);
-    Err(Error::BadInput(if hub {
+    let what = if hub {
         format!(
-            "`{model}` is not a path, not in the Hugging Face cache ({}) and not in Ollama's store (no {ollama}); embscope never downloads: fetch it with `hf download {model}` or `ollama pull {model}` first",
+            " is not a path, not in the Hugging Face cache ({}) and not in Ollama's store (no {ollama}); embscope never downloads: fetch it with `hf download {model}` or `ollama pull {model}` first",
             hub_repo(model).map_or_else(
                 || "none is known: set HF_HUB_CACHE or HF_HOME".to_string(),
                 |r| format!("looked for `{}`", r.display())
@@ -90,9 +96,13 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
         )
     } else {
         format!(
-            "`{model}` is not a path, and not in Ollama's store (no {ollama}); embscope never downloads: fetch it with `ollama pull {model}` first"
+            " is not a path, and not in Ollama's store (no {ollama}); embscope never downloads: fetch it with `ollama pull {model}` first"
         )
-    }))
+    };
+    Err(Error::ModelNotFound {
+        model: model.to_string(),
+        what,
+    })
 }
 
 fn from_dir(dir: &Path) -> Result<Sources> {
@@ -314,15 +324,18 @@ fn gguf_named(dir: &Path, id: &str, quant: &str) -> Result<PathBuf> {
         }
     }
     let list: Vec<String> = ggufs.iter().map(|p| relative(p)).collect();
-    Err(Error::BadInput(format!(
-        "`{id}:{quant}`: {} of the snapshot's .gguf files are named with `{quant}` ({})",
-        if named.is_empty() { "none" } else { "several" },
-        if list.is_empty() {
-            "it has none".to_string()
-        } else {
-            list.join(", ")
-        }
-    )))
+    Err(Error::ModelNotFound {
+        model: format!("{id}:{quant}"),
+        what: format!(
+            ": {} of the snapshot's .gguf files are named with `{quant}` ({})",
+            if named.is_empty() { "none" } else { "several" },
+            if list.is_empty() {
+                "it has none".to_string()
+            } else {
+                list.join(", ")
+            }
+        ),
+    })
 }
 
 /// The sources of a directory whose weights are the GGUF files `ggufs`:
@@ -380,11 +393,14 @@ fn from_hub(id: &str, repo: &Path, revision: &str, quant: Option<&str>) -> Resul
         [std::path::Component::Normal(c)] if c == commit.as_str()
     );
     if !plain || !snapshot.is_dir() {
-        return Err(Error::BadInput(format!(
-            "`{id}`: revision `{revision}` is not in the cache (no `{}` and no snapshot `{}`)",
-            ref_file.display(),
-            snapshot.display()
-        )));
+        return Err(Error::ModelNotFound {
+            model: id.to_string(),
+            what: format!(
+                ": revision `{revision}` is not in the cache (no `{}` and no snapshot `{}`)",
+                ref_file.display(),
+                snapshot.display()
+            ),
+        });
     }
     let mut sources = match quant {
         None => from_dir(&snapshot)?,
@@ -396,4 +412,27 @@ fn from_hub(id: &str, repo: &Path, revision: &str, quant: Option<&str>) -> Resul
         commit,
     });
     Ok(sources)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_that_is_no_file_is_told_apart_from_one_that_is_not_there() {
+        if Path::new("/dev/null").exists() {
+            let err = locate("/dev/null", "main").unwrap_err();
+            assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+            assert!(
+                err.to_string()
+                    .starts_with("`/dev/null` is not a regular file")
+            );
+        }
+        let err = locate("./no/such/model", "main").unwrap_err();
+        assert!(
+            matches!(&err, Error::ModelNotFound { model, .. } if model == "./no/such/model"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("no such file or directory"));
+    }
 }

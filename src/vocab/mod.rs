@@ -354,12 +354,13 @@ impl Vocab {
             gguf_tokenizer::added_specials(recipe, self)
                 .map_err(|e| Error::bad_file(&self.file, e))?;
         }
-        let encoding = tokenizer.encode(text, add_special_tokens).map_err(|e| {
-            Error::BadInput(format!(
-                "cannot encode {text:?}: {}",
-                one_line(&e.to_string())
-            ))
-        })?;
+        let encoding =
+            tokenizer
+                .encode(text, add_special_tokens)
+                .map_err(|e| Error::CannotEncode {
+                    text: text.to_string(),
+                    why: one_line(&e.to_string()),
+                })?;
         Ok(encoding.get_ids().to_vec())
     }
 
