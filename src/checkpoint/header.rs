@@ -7,42 +7,23 @@
 //! shape × dtype size. embscope adds what the crate cannot see: a tensor
 //! name given twice, which its map silently keeps once
 //! ([`Header::duplicates`]). When the crate refuses a file, the message
-//! names the fault in embscope's words (`header_faults`: which tensor,
+//! names the fault in embscope's words (`header_json`: which tensor,
 //! which bytes, what was expected) and says that loaders refuse it too,
 //! with the crate's reason.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 
 use safetensors::SafeTensors;
 use safetensors::tensor::Metadata;
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::header_faults;
+use super::header_json::{self, Entries};
+pub use super::header_json::{MAX_HEADER_LEN, RawTensor};
 use crate::dtype::Dtype;
 use crate::{Error, Result};
 
-/// Largest header accepted, as in the safetensors crate (100 MB).
-pub const MAX_HEADER_LEN: u64 = 100_000_000;
-
 /// Who else refuses a file the safetensors crate refuses.
 const LOADERS: &str = "transformers and candle";
-
-/// One tensor entry of a header, with offsets made absolute in the file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RawTensor {
-    /// Tensor name as written.
-    pub name: String,
-    /// Element type.
-    pub dtype: Dtype,
-    /// Shape; empty for a scalar.
-    pub shape: Vec<usize>,
-    /// First byte of the data, from the start of the file.
-    pub start: usize,
-    /// One past the last byte of the data, from the start of the file.
-    pub end: usize,
-}
 
 /// A validated header.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,14 +71,20 @@ pub fn parse(path: &Path, file: &[u8]) -> Result<Header> {
         Ok((n, metadata)) => return from_crate(path, file, n, &metadata),
         Err(refusal) => refusal.to_string(),
     };
-    match header_faults::read(file) {
+    match header_json::read(file) {
         Err(fault) => Err(Error::bad_file(
             path,
             format!("{fault} ({LOADERS} refuse it too; safetensors: {refusal})"),
         )),
-        Ok(header) if !header.duplicates.is_empty() => Ok(Header {
+        Ok(Entries {
+            tensors,
+            metadata,
+            duplicates,
+        }) if !duplicates.is_empty() => Ok(Header {
+            tensors,
+            metadata,
+            duplicates,
             refusal: Some(refusal),
-            ..header
         }),
         Ok(_) => Err(Error::bad_file(
             path,
@@ -111,9 +98,7 @@ pub fn parse(path: &Path, file: &[u8]) -> Result<Header> {
 fn from_crate(path: &Path, file: &[u8], n: usize, metadata: &Metadata) -> Result<Header> {
     let data_start = 8 + n;
     let json = &file[8..data_start];
-    // The crate parsed the same bytes, so this cannot fail.
-    let Names(names) = serde_json::from_slice(json).unwrap_or(Names(Vec::new()));
-    let duplicates = header_faults::repeated(names.iter().map(String::as_str));
+    let duplicates = header_json::repeated_names(json);
     let mut tensors = Vec::new();
     for name in metadata.offset_keys() {
         let Some(info) = metadata.info(&name) else {
@@ -177,35 +162,6 @@ fn dtype_of(d: safetensors::Dtype) -> Option<Dtype> {
         S::U64 => Dtype::U64,
         _ => return None,
     })
-}
-
-/// The member names of a JSON object in file order, values skipped: a
-/// name given twice is there twice.
-struct Names(Vec<String>);
-
-impl<'de> Deserialize<'de> for Names {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_map(NamesVisitor)
-    }
-}
-
-struct NamesVisitor;
-
-impl<'de> Visitor<'de> for NamesVisitor {
-    type Value = Names;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Names, A::Error> {
-        let mut names = Vec::new();
-        while let Some(name) = map.next_key::<String>()? {
-            map.next_value::<IgnoredAny>()?;
-            names.push(name);
-        }
-        Ok(Names(names))
-    }
 }
 
 #[cfg(test)]

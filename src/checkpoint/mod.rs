@@ -12,7 +12,7 @@
 //! | `hub_cache.rs` | Hub ids and where the local Hugging Face cache keeps them |
 //! | `ollama.rs` | Ollama names and the GGUF blob a manifest names |
 //! | `header.rs` | one safetensors header, read by the safetensors crate, names given twice found |
-//! | `header_faults.rs` | what is wrong with a header the crate refuses, in embscope's words |
+//! | `header_json.rs` | embscope's own reading of a header: entries as written, names given twice, faults in its words |
 //! | `index.rs` | `*.safetensors.index.json`, the weight map of a sharded checkpoint |
 //! | `gguf.rs` | one GGUF file read from untrusted, mapped bytes |
 //! | `gguf_split.rs` | a GGUF model split into several files |
@@ -25,7 +25,7 @@ pub mod gguf;
 pub mod gguf_config;
 mod gguf_split;
 pub mod header;
-mod header_faults;
+mod header_json;
 mod hub_cache;
 mod index;
 pub mod locate;

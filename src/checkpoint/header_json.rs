@@ -1,8 +1,10 @@
-//! embscope's own reading of a safetensors header that the safetensors
-//! crate refused: it names the fault in the user's terms (which tensor,
+//! embscope's own reading of a safetensors header's JSON, beside the
+//! safetensors crate's: the tensor entries as written ([`RawTensor`]),
+//! the names given twice (which the crate's map keeps once), and, for a
+//! header the crate refused, the fault in the user's terms (which tensor,
 //! which bytes, what was expected) where the crate's reason does not
-//! (`invalid shape, data type, or offset for tensor`), and reads a header
-//! whose only fault is a tensor name given twice, so that `check` can
+//! give them (`invalid shape, data type, or offset for tensor`). A header
+//! whose only fault is a name given twice is read, so that `check` can
 //! report it and audit the rest.
 //!
 //! Nothing is allocated from a length before it is checked.
@@ -10,16 +12,44 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::header::{Header, MAX_HEADER_LEN, RawTensor};
 use crate::dtype::Dtype;
+
+/// Largest header accepted, as in the safetensors crate (100 MB).
+pub const MAX_HEADER_LEN: u64 = 100_000_000;
+
+/// One tensor entry of a header, with offsets made absolute in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawTensor {
+    /// Tensor name as written.
+    pub name: String,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Shape; empty for a scalar.
+    pub shape: Vec<usize>,
+    /// First byte of the data, from the start of the file.
+    pub start: usize,
+    /// One past the last byte of the data, from the start of the file.
+    pub end: usize,
+}
+
+/// The entries of a header as [`read`] reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Entries {
+    /// Tensors by start offset; of a name given twice, the last entry.
+    pub tensors: Vec<RawTensor>,
+    /// The `__metadata__` map, if any.
+    pub metadata: BTreeMap<String, String>,
+    /// The names given more than once, each once.
+    pub duplicates: Vec<String>,
+}
 
 /// Reads the header of `file` (its whole bytes) as the crate would, less
 /// its refusal of a name given twice (the last entry is kept, as the
 /// crate's map keeps it); `Err` says what is wrong, without the file name.
-pub(super) fn read(file: &[u8]) -> Result<Header, String> {
+pub(super) fn read(file: &[u8]) -> Result<Entries, String> {
     let file_len = file.len() as u64;
     if file_len < 8 {
         return Err(format!(
@@ -103,17 +133,24 @@ pub(super) fn read(file: &[u8]) -> Result<Header, String> {
             covered = covered.max(end);
         }
     }
-    Ok(Header {
+    Ok(Entries {
         tensors,
         metadata,
         duplicates,
-        refusal: None,
     })
+}
+
+/// The names the JSON object `json` (a header the crate read) gives more
+/// than once, each once.
+pub(super) fn repeated_names(json: &[u8]) -> Vec<String> {
+    // The crate parsed the same bytes, so this does not fail.
+    let Names(names) = serde_json::from_slice(json).unwrap_or(Names(Vec::new()));
+    repeated(names.iter().map(String::as_str))
 }
 
 /// The names `names` gives more than once, each once, in the order of
 /// their second appearance.
-pub(super) fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut out: Vec<String> = Vec::new();
     for name in names {
@@ -226,4 +263,33 @@ fn parse_entry(name: &str, v: &Value, data_len: usize) -> Result<RawTensor, Stri
         start: begin as usize,
         end: end as usize,
     })
+}
+
+/// The member names of a JSON object in file order, values skipped: a
+/// name given twice is there twice.
+struct Names(Vec<String>);
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_map(NamesVisitor)
+    }
+}
+
+struct NamesVisitor;
+
+impl<'de> Visitor<'de> for NamesVisitor {
+    type Value = Names;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Names, A::Error> {
+        let mut names = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            map.next_value::<IgnoredAny>()?;
+            names.push(name);
+        }
+        Ok(Names(names))
+    }
 }
