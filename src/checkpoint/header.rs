@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use safetensors::SafeTensors;
 use safetensors::tensor::Metadata;
+use safetensors::{SafeTensorError, SafeTensors};
 
 use super::header_json::{self, Entries};
 pub use super::header_json::{MAX_HEADER_LEN, RawTensor};
@@ -67,14 +67,14 @@ impl Header {
 /// header whose only fault is a name given twice is read (see
 /// [`Header::duplicates`]); the caller decides.
 pub fn parse(path: &Path, file: &[u8]) -> Result<Header> {
-    let refusal = match SafeTensors::read_metadata(file) {
+    let (refusal, category) = match SafeTensors::read_metadata(file) {
         Ok((n, metadata)) => return from_crate(path, file, n, &metadata),
-        Err(refusal) => refusal.to_string(),
+        Err(refusal) => (refusal.to_string(), category(&refusal)),
     };
     match header_json::read(file) {
         Err(fault) => Err(Error::bad_file(
             path,
-            format!("{fault} ({LOADERS} refuse it too; safetensors: {refusal})"),
+            format!("{fault} ({LOADERS} refuse it too; safetensors: {category})"),
         )),
         Ok(Entries {
             tensors,
@@ -90,6 +90,18 @@ pub fn parse(path: &Path, file: &[u8]) -> Result<Header> {
             path,
             format!("{LOADERS} refuse it (safetensors: {refusal})"),
         )),
+    }
+}
+
+/// The crate's reason for refusing a header, as a message that already
+/// names the fault in embscope's words gives it: for a header that is
+/// not UTF-8 or not JSON of the expected shape, without the decoder's
+/// words, which the message has.
+fn category(refusal: &SafeTensorError) -> String {
+    match refusal {
+        SafeTensorError::InvalidHeader(_) => "invalid UTF-8 in header".to_string(),
+        SafeTensorError::InvalidHeaderDeserialization(_) => "invalid JSON in header".to_string(),
+        other => other.to_string(),
     }
 }
 
