@@ -46,6 +46,25 @@ pub enum Error {
         /// What was looked for and where, from `:` or ` is` on.
         what: String,
     },
+    /// A matrix the command needs is not in the checkpoint (no input
+    /// embedding, no output head).
+    #[error("`{model}`{what}")]
+    NoMatrix {
+        /// The MODEL argument as given.
+        model: String,
+        /// Which matrix is missing and what to do, from `:` or ` has` on.
+        what: String,
+    },
+    /// A query needs a tokenizer and the checkpoint has none embscope reads.
+    #[error("{what} needs a tokenizer, and there is {missing}; {instead}")]
+    NoVocab {
+        /// What needs it (`a word query`, `--text`).
+        what: String,
+        /// Where it was looked for (`no tokenizer.json in `DIR``).
+        missing: String,
+        /// What works without one.
+        instead: String,
+    },
     /// A token string that is not an entry of the vocabulary.
     #[error("token `{token}` is not in the vocabulary of `{}`{hint}", vocab.display())]
     UnknownToken {
@@ -154,6 +173,22 @@ mod tests {
                     available: "portable, avx2".into(),
                 },
                 "EMBSCOPE_KERNEL=amx is not available on this CPU for BF16 (available: portable, avx2)",
+            ),
+            (
+                Error::NoMatrix {
+                    model: "m".into(),
+                    what: " has no output head (an encoder without an LM head); use --matrix embed"
+                        .into(),
+                },
+                "`m` has no output head (an encoder without an LM head); use --matrix embed",
+            ),
+            (
+                Error::NoVocab {
+                    what: "--text".into(),
+                    missing: "no tokenizer.json in `m`".into(),
+                    instead: "use --id".into(),
+                },
+                "--text needs a tokenizer, and there is no tokenizer.json in `m`; use --id",
             ),
             (
                 Error::ModelNotFound {
