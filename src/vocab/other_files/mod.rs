@@ -23,17 +23,20 @@
 //! |---|---|
 //! | `mod.rs` | [`convert`]: which files a download has, and the tokenizer.json made of them |
 //! | `classes.rs` | the `transformers` classes followed, and which class a download is read as |
+//! | `settings.rs` | what tokenizer_config.json and special_tokens_map.json say |
+//! | `added.rs` | the added tokens of the tokenizer.json made |
 //! | `vocabulary.rs` | `vocab.txt`, `vocab.json`, `merges.txt` and SentencePiece pieces, read as `transformers` reads them |
 //! | `spm.rs` | the pieces of a SentencePiece `tokenizer.model` (protobuf) |
 //! | `tekken.rs` | Mistral's `tekken.json`, as `mistral_common` reads it |
 
+mod added;
 mod classes;
+mod settings;
 mod spm;
 mod tekken;
 mod vocabulary;
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -47,18 +50,15 @@ use tokenizers::processors::roberta::RobertaProcessing;
 use tokenizers::processors::template::TemplateProcessing;
 
 use super::TokenType;
-use super::parse;
-use super::special::{added_tokens_decoder, read_json_object, token_string};
 use crate::error::{Error, Result};
-use classes::{Class, Layout, Post, choose, class_name};
+use added::Added;
+use classes::{Layout, Post, choose, class_name};
+use settings::{Settings, token_of};
 use vocabulary::Vocabulary;
 
 /// The most T5 sentinels (`extra_ids`) read: T5 has 100; a hostile file
 /// must not make millions of tokens.
 const MAX_EXTRA_IDS: u32 = 1 << 16;
-
-/// The roles whose tokens a converted tokenizer adds as special tokens.
-const ROLES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
 
 /// A tokenizer.json made from older files.
 pub(crate) struct Made {
@@ -377,234 +377,4 @@ fn not_normalized() -> Map<String, Value> {
 /// A `tokenizers` component as its tokenizer.json value.
 fn component(file: &Path, c: &impl serde::Serialize) -> Result<Value> {
     serde_json::to_value(c).map_err(|e| Error::bad_file(file, format!("cannot convert: {e}")))
-}
-
-/// The string of a special token as declared (a string or an object with
-/// `content`).
-fn token_of(value: &Value) -> Option<&str> {
-    match value {
-        Value::String(s) => Some(s),
-        Value::Object(o) => o.get("content").and_then(Value::as_str),
-        _ => None,
-    }
-}
-
-/// What tokenizer_config.json and special_tokens_map.json say.
-struct Settings {
-    /// tokenizer_config.json's path, for messages.
-    path: PathBuf,
-    tok_config: Option<Map<String, Value>>,
-    map_path: PathBuf,
-    map: Option<Map<String, Value>>,
-}
-
-impl Settings {
-    fn read(dir: &Path) -> Result<Settings> {
-        let path = dir.join("tokenizer_config.json");
-        let map_path = dir.join("special_tokens_map.json");
-        Ok(Settings {
-            tok_config: read_json_object(&path)?,
-            map: read_json_object(&map_path)?,
-            path,
-            map_path,
-        })
-    }
-
-    /// The count `key` of tokenizer_config.json (a whole number up to
-    /// `max`): `None` when absent or null.
-    fn count(&self, key: &str, max: u32) -> Result<Option<u32>> {
-        match self.tok_config.as_ref().and_then(|m| m.get(key)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|&n| n <= max)
-                .map(Some)
-                .ok_or_else(|| {
-                    Error::bad_file(
-                        &self.path,
-                        format!("`{key}` is {v}, expected a count up to {max}"),
-                    )
-                }),
-        }
-    }
-
-    /// The boolean `key` of tokenizer_config.json: `None` when absent or
-    /// null.
-    fn flag(&self, key: &str) -> Result<Option<bool>> {
-        match self.tok_config.as_ref().and_then(|m| m.get(key)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(Error::bad_file(
-                &self.path,
-                format!("`{key}` is {other}, expected true, false or null"),
-            )),
-        }
-    }
-
-    /// The special tokens by role, as written (a string or an object with
-    /// `content`), as transformers 5 reads them: tokenizer_config.json's,
-    /// overridden by special_tokens_map.json's unless tokenizer_config.json
-    /// has an `added_tokens_decoder` (then the map is not read), else the
-    /// class's default. A role written as null has none.
-    fn roles(&self, class: Option<&Class>) -> Result<Vec<(&'static str, Value)>> {
-        let map = match self.tok_config.as_ref() {
-            Some(c) if c.contains_key("added_tokens_decoder") => &None,
-            _ => &self.map,
-        };
-        let mut out = Vec::new();
-        'roles: for role in ROLES {
-            let key = format!("{role}_token");
-            for (path, obj) in [(&self.map_path, map), (&self.path, &self.tok_config)] {
-                if let Some(value) = obj.as_ref().and_then(|o| o.get(&key)) {
-                    if token_string(path, &key, value)?.is_some() {
-                        out.push((role, value.clone()));
-                    }
-                    continue 'roles;
-                }
-            }
-            let default = class.and_then(|c| c.defaults.iter().find(|(r, _)| *r == role));
-            out.extend(default.map(|(_, token)| (role, json!(token))));
-        }
-        Ok(out)
-    }
-
-    /// tokenizer_config.json's `extra_special_tokens` (transformers 5's
-    /// name) or `additional_special_tokens`, when a list.
-    fn extra_special_tokens(&self) -> impl Iterator<Item = &Value> {
-        let config = self.tok_config.as_ref();
-        let list = ["extra_special_tokens", "additional_special_tokens"]
-            .iter()
-            .find_map(|key| config?.get(*key)?.as_array());
-        list.into_iter().flatten()
-    }
-}
-
-/// The added tokens of the converted tokenizer, by content.
-#[derive(Default)]
-struct Added {
-    tokens: Vec<(u32, Map<String, Value>)>,
-    /// Content → id of `tokens`.
-    ids: HashMap<String, u32>,
-}
-
-impl Added {
-    fn id(&self, content: &str) -> Option<u32> {
-        self.ids.get(content).copied()
-    }
-
-    /// Adds a token unless one with its content is there.
-    fn push(&mut self, id: u32, content: &str, special: bool, flags: Option<&Map<String, Value>>) {
-        match self.ids.entry(content.to_string()) {
-            Entry::Occupied(_) => return,
-            Entry::Vacant(slot) => slot.insert(id),
-        };
-        let flag = |key: &str, default: bool| {
-            json!(
-                flags
-                    .and_then(|f| f.get(key))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(default)
-            )
-        };
-        let mut token = Map::new();
-        token.insert("content".into(), json!(content));
-        token.insert("single_word".into(), flag("single_word", false));
-        token.insert("lstrip".into(), flag("lstrip", false));
-        token.insert("rstrip".into(), flag("rstrip", false));
-        token.insert("normalized".into(), flag("normalized", !special));
-        token.insert("special".into(), json!(special));
-        self.tokens.push((id, token));
-    }
-
-    /// [`Added::push`] for a token of `path`, whose id must be below the
-    /// dense table's limit.
-    fn push_from(
-        &mut self,
-        path: &Path,
-        id: u32,
-        content: &str,
-        special: bool,
-        flags: Option<&Map<String, Value>>,
-    ) -> Result<()> {
-        if id >= parse::MAX_ID {
-            return Err(Error::bad_file(
-                path,
-                format!(
-                    "token {content:?} has id {id}, beyond the limit of {}",
-                    parse::MAX_ID
-                ),
-            ));
-        }
-        self.push(id, content, special, flags);
-        Ok(())
-    }
-
-    /// tokenizer_config.json's `added_tokens_decoder` (id → token object).
-    fn add_decoder_tokens(&mut self, path: &Path, config: &Map<String, Value>) -> Result<()> {
-        for (id, content, special) in added_tokens_decoder(path, config)? {
-            let flags = (config.get("added_tokens_decoder"))
-                .and_then(|d| d.get(id.to_string()))
-                .and_then(Value::as_object);
-            self.push_from(path, id, &content, special, flags)?;
-        }
-        Ok(())
-    }
-
-    /// added_tokens.json (token → id), special when `is_special` says so;
-    /// whether there is one.
-    fn add_file_tokens(&mut self, path: &Path, is_special: impl Fn(&str) -> bool) -> Result<bool> {
-        let Some(map) = read_json_object(path)? else {
-            return Ok(false);
-        };
-        for (content, id) in &map {
-            let id = id
-                .as_u64()
-                .and_then(|id| u32::try_from(id).ok())
-                .ok_or_else(|| {
-                    Error::bad_file(
-                        path,
-                        format!("{content:?} has id {id}, expected a token id"),
-                    )
-                })?;
-            self.push_from(path, id, content, is_special(content), None)?;
-        }
-        Ok(true)
-    }
-
-    /// One past the highest id added so far (0 when none).
-    fn end(&self) -> u32 {
-        self.tokens.iter().map(|(id, _)| id + 1).max().unwrap_or(0)
-    }
-
-    /// A special token declared by a role or in `extra_special_tokens`:
-    /// at its vocabulary id, or at `next` (then incremented) when the
-    /// vocabulary lacks it, as transformers adds it (`check` then reports
-    /// an id past the matrix).
-    fn special(&mut self, value: &Value, index: &HashMap<&str, u32>, next: &mut u32) {
-        let Some(content) = token_of(value) else {
-            return;
-        };
-        if self.id(content).is_some() {
-            return;
-        }
-        let id = index.get(content).copied().unwrap_or_else(|| {
-            *next += 1;
-            *next - 1
-        });
-        self.push(id, content, true, value.as_object());
-    }
-
-    fn into_json(mut self) -> Value {
-        self.tokens.sort_by_key(|(id, _)| *id);
-        Value::Array(
-            self.tokens
-                .into_iter()
-                .map(|(id, mut token)| {
-                    token.insert("id".into(), json!(id));
-                    Value::Object(token)
-                })
-                .collect(),
-        )
-    }
 }
