@@ -276,6 +276,14 @@ mod tests {
     }
 
     #[test]
+    fn every_dtype_the_crate_reads_is_embscopes_of_the_same_name() {
+        for name in Dtype::all_names().split(", ") {
+            let theirs: safetensors::Dtype = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(dtype_of(theirs), Dtype::parse_header(name), "{name}");
+        }
+    }
+
+    #[test]
     fn bytes_no_tensor_owns_are_refused_as_loaders_refuse_them() {
         let one = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#;
         let two = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}"#;
