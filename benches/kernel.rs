@@ -7,7 +7,7 @@
 //! kernel gen FILE                 write a 128256 × 4096 BF16 tensor `embed` to FILE
 //! kernel read FILE TENSOR         sum the tensor's bytes (as u64 words) on all cores
 //! kernel topk FILE TENSOR NQ      top-10 cosine for NQ queries (rows 0..NQ)
-//! kernel scan FILE TENSOR         all-zero row count via `search::scan`
+//! kernel scan FILE TENSOR         all-zero row count via `stream::scan`
 //! ```
 //!
 //! Environment: `REPS=N` repeats the operation in the process (one line
@@ -26,6 +26,7 @@ use embscope::dtype::Dtype;
 use embscope::matrix::Matrix;
 use embscope::progress::Progress;
 use embscope::search::{self, Metric};
+use embscope::stream;
 
 mod common;
 use common::{read, rss_anon};
@@ -100,11 +101,11 @@ fn topk(m: &Matrix, nq: usize) -> String {
     )
 }
 
-/// The `search::scan` driver with the least work per block: counts the
+/// The `stream::scan` driver with the least work per block: counts the
 /// rows whose stored bytes are all zero.
 fn scan(m: &Matrix) -> String {
     let row_bytes = m.row_len_bytes();
-    let zero = search::scan(
+    let zero = stream::scan(
         m,
         &Progress::hidden(),
         || 0usize,

@@ -4,10 +4,11 @@
 //! (safetensors, or one GGUF file read through candle), reads the config
 //! and indexes every tensor; [`roles`] decides which tensor is the
 //! embedding and which the head; [`vocab`] reads the tokenizer files;
-//! [`matrix`] gives typed rows over the mapped bytes and [`search`] streams
-//! them; what several commands share sits below them ([`query`] resolves
-//! queries to rows, `rows` holds the per-row loops, [`score`] how
-//! untrained each row looks); the [`cmd`] modules compute plain reports,
+//! [`matrix`] gives typed rows over the mapped bytes; what several commands
+//! share sits below them ([`stream`] reads a matrix's rows in one parallel
+//! pass, [`search`] finds the nearest ones, [`query`] resolves queries to
+//! rows, `rows` holds the per-row loops, [`score`] how untrained each row
+//! looks); the [`cmd`] modules compute plain reports,
 //! none importing another; [`render`] prints them as text or JSON. On top,
 //! [`cli`] parses the command line with clap and resolves it once into the
 //! plain requests these modules take, so nothing below it knows clap;
@@ -31,6 +32,7 @@ mod rows;
 mod same_hash;
 pub mod score;
 pub mod search;
+pub mod stream;
 mod units;
 pub mod usage;
 pub mod vocab;

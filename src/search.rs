@@ -33,8 +33,6 @@ mod vnni;
 mod x86;
 
 use std::ops::Range;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -42,13 +40,11 @@ use serde::Serialize;
 use crate::Result;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
+use crate::stream::block_rows;
 pub use choose::KernelChoice;
 use choose::Plan;
 use kernels::{Kernel, Queries};
 use shortlist::{Scorer, Shortlist};
-
-/// Raw bytes per block of rows for [`scan`].
-const SCAN_BLOCK_BYTES: usize = 1 << 20;
 
 /// How a row is scored against a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,102 +198,6 @@ fn search(
     let allowed = |i: usize| mask.is_none_or(|mask| mask[i]);
     let lists = shortlist::rescore(m, queries, &q_norms, metric, candidates, k, allowed);
     (lists, choice)
-}
-
-/// Visits the whole matrix once on all cores, a block of rows at a time,
-/// counting rows on `progress` (the caller finishes it, so one bar can
-/// span several scans). Once `progress` is cancelled, the remaining blocks
-/// are skipped and the result is partial.
-///
-/// Each worker starts from `init()`; `visit(state, first_row, raw)` sees
-/// the stored bytes of whole rows from `first_row` on, and reads them as it
-/// likes (in place, or converted a row at a time). States of adjacent row
-/// ranges are combined by `merge(left, right)`, so with an associative
-/// `merge` the result does not depend on the number of threads.
-pub fn scan<S: Send>(
-    m: &Matrix,
-    progress: &Progress,
-    init: impl Fn() -> S + Sync,
-    visit: impl Fn(&mut S, usize, &[u8]) + Sync,
-    merge: impl Fn(S, S) -> S + Sync,
-) -> S {
-    let rows = m.rows();
-    let block_rows = block_rows(m, SCAN_BLOCK_BYTES);
-    let state = (0..rows.div_ceil(block_rows))
-        .into_par_iter()
-        .fold(&init, |mut state, b| {
-            if progress.is_cancelled() {
-                return state;
-            }
-            let range = b * block_rows..((b + 1) * block_rows).min(rows);
-            visit(&mut state, range.start, m.block_bytes(range.clone()));
-            progress.inc(range.len() as u64);
-            state
-        })
-        .reduce_with(&merge);
-    state.unwrap_or_else(init)
-}
-
-/// One `f32` per row of a matrix, set during a [`scan`] by whichever
-/// worker reads the row's block, at the row's place, and read back whole
-/// after it. Nothing is gathered and copied after the scan: runs of
-/// per-block results in growing vectors took 6 MB of fresh memory (a page
-/// fault per 4 KiB) during `check`'s pass over Llama 3's two matrices,
-/// and 2 ms to gather after it. (Relaxed atomic stores: plain stores on
-/// x86.)
-pub(crate) struct F32Column(Vec<AtomicU32>);
-
-impl F32Column {
-    /// `rows` zeros.
-    pub(crate) fn zeros(rows: usize) -> F32Column {
-        F32Column((0..rows).map(|_| AtomicU32::new(0)).collect())
-    }
-
-    /// Sets row `i`'s value.
-    #[inline]
-    pub(crate) fn set(&self, i: usize, x: f32) {
-        self.0[i].store(x.to_bits(), Relaxed);
-    }
-
-    /// The values, in row order (in the same memory).
-    pub(crate) fn into_vec(self) -> Vec<f32> {
-        self.0
-            .into_iter()
-            .map(|x| f32::from_bits(x.into_inner()))
-            .collect()
-    }
-}
-
-/// [`F32Column`] for `u64` values.
-pub(crate) struct U64Column(Vec<AtomicU64>);
-
-impl U64Column {
-    /// `rows` zeros.
-    pub(crate) fn zeros(rows: usize) -> U64Column {
-        U64Column((0..rows).map(|_| AtomicU64::new(0)).collect())
-    }
-
-    /// Sets row `i`'s value.
-    #[inline]
-    pub(crate) fn set(&self, i: usize, x: u64) {
-        self.0[i].store(x, Relaxed);
-    }
-
-    /// The values, in row order (in the same memory).
-    pub(crate) fn into_vec(self) -> Vec<u64> {
-        self.0.into_iter().map(AtomicU64::into_inner).collect()
-    }
-}
-
-/// Rows per block of about `bytes`: a multiple of 32 (the AMX tile pair) or
-/// else of 8 (the AVX-512 row tile) when possible.
-fn block_rows(m: &Matrix, bytes: usize) -> usize {
-    let n = (bytes / m.row_len_bytes()).max(1);
-    match n {
-        32.. => n / 32 * 32,
-        8.. => n / 8 * 8,
-        _ => n,
-    }
 }
 
 /// Reads the first byte of every 4 KiB page of `bytes`: this maps the

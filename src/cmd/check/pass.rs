@@ -1,5 +1,5 @@
 //! The value pass: one streaming read of each stored matrix through
-//! [`search::scan`], summarising every row (see `rows::summary`). The
+//! [`stream::scan`], summarising every row (see `rows::summary`). The
 //! embedding is read last, and its rows are also dotted with the reference
 //! mean of the `undertrained-candidates` finding, which needs the
 //! vocabulary: the mean is published (see [`Reference`]) while the other
@@ -24,7 +24,7 @@ use crate::roles::{Roles, TieStatus};
 use crate::rows::mean::mean_of;
 use crate::rows::summary::{self, RowSummary};
 use crate::score::reference;
-use crate::search::{self, F32Column, U64Column};
+use crate::stream::{self, F32Column, U64Column};
 use crate::vocab::Vocab;
 
 /// The embedding's `auto` reference rows (see `score::reference`) and their
@@ -105,7 +105,7 @@ impl Run {
 }
 
 /// A matrix's per-row results, written by the workers at each row's place
-/// as they read its block (see [`search::F32Column`]).
+/// as they read its block (see [`stream::F32Column`]).
 struct Columns {
     norms: F32Column,
     hashes: U64Column,
@@ -144,7 +144,7 @@ pub(crate) fn scan(
 ) -> Stats {
     let (dtype, cols) = (m.dtype(), m.cols());
     let columns = Columns::new(m.rows(), reference.is_some());
-    let run = search::scan(
+    let run = stream::scan(
         m,
         progress,
         Run::default,

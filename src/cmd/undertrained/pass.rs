@@ -1,6 +1,6 @@
 //! The streaming pass of `undertrained` over one matrix: per-row sums
 //! `|r|²`, `r·m` against the reference mean and `r·c` against the first
-//! principal component (see `component`), all through [`search::scan`].
+//! principal component (see `component`), all through [`stream::scan`].
 //!
 //! The reference mean may arrive while the pass runs (it needs the
 //! vocabulary, which loads alongside, see `plan`): blocks read before it
@@ -22,7 +22,7 @@ use crate::aligned::Aligned;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
-use crate::search::{self, F32Column};
+use crate::stream::{self, F32Column};
 
 use crate::cpu::RowBuild;
 use crate::rows::dpbf16::{self, Bf16Vectors};
@@ -130,7 +130,7 @@ fn sums_with(
         }
         _ => None,
     };
-    let pending = search::scan(
+    let pending = stream::scan(
         m,
         progress,
         Run::default,
