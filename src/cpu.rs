@@ -1,8 +1,10 @@
-//! Which CPU features the fast paths may use: detected at run time, less
-//! those `EMBSCOPE_CPU_MASK=amx,avx512vnni,...` hides, so that a benchmark
-//! (or a test) can run a machine as one without them. The search kernels,
-//! `check`'s row pass and `undertrained`'s passes all ask here, and take
-//! their prefetch from here ([`prefetch_ahead`]).
+//! Which CPU features the fast paths may use: detected once per process,
+//! here and nowhere else, less those `EMBSCOPE_CPU_MASK=amx,avx512vnni,...`
+//! hides, so that a benchmark (or a test) can run a machine as one without
+//! them. The search kernels, `check`'s row pass and `undertrained`'s passes
+//! all ask here, and take their prefetch from here ([`prefetch_ahead`]).
+//! Under test, [`coverage`] records which kernels the tests ran and which
+//! this CPU could not.
 
 use std::sync::OnceLock;
 
@@ -11,7 +13,7 @@ const FEATURES: [&str; 5] = ["avx2", "avx512", "avx512bf16", "amx", "avx512vnni"
 
 /// True when `EMBSCOPE_CPU_MASK` hides `feature` (one of [`FEATURES`]).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) fn masked(feature: &str) -> bool {
+fn masked(feature: &str) -> bool {
     mask()
         .as_ref()
         .is_ok_and(|m| m.iter().any(|f| f == feature))
@@ -29,7 +31,7 @@ pub(crate) fn mask_ok() -> crate::Result<()> {
 }
 
 /// `EMBSCOPE_CPU_MASK`, parsed once per process.
-pub(crate) fn mask() -> &'static Result<Vec<String>, String> {
+fn mask() -> &'static Result<Vec<String>, String> {
     static MASK: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
     MASK.get_or_init(|| {
         let Some(value) = std::env::var_os("EMBSCOPE_CPU_MASK") else {
@@ -50,23 +52,97 @@ pub(crate) fn mask() -> &'static Result<Vec<String>, String> {
     })
 }
 
-/// True when the AVX-512F code paths may run (the CPU has AVX-512F and the
-/// mask does not hide `avx512`).
-pub(crate) fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return !masked("avx512") && is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+/// What the fast paths may use on this CPU, after the mask. Each flag
+/// holds the whole set of instructions its paths need, so hiding a
+/// feature hides every path built on it: `avx512` hides the BF16, VNNI
+/// and AMX paths, `avx512bf16` the VNNI and AMX ones (both use BF16 dot
+/// products for their rows' tails or refinement).
+#[derive(Clone, Copy, Debug, Default)]
+struct Features {
+    /// AVX2 with FMA.
+    avx2: bool,
+    /// F16C (the AVX2 kernel's F16 loads).
+    f16c: bool,
+    /// AVX-512F.
+    avx512: bool,
+    /// AVX-512F and BW.
+    avx512bw: bool,
+    /// AVX-512F, BW and BF16.
+    avx512bf16: bool,
+    /// AVX512-VNNI and VBMI, with AVX-512 BF16.
+    avx512vnni: bool,
+    /// AMX-TILE and AMX-BF16, with AVX-512 BF16.
+    amx: bool,
 }
 
-/// True when the AVX-512 BF16 code paths may run (the CPU has AVX-512F,
-/// BW and BF16, and the mask hides neither `avx512` nor `avx512bf16`).
+/// The features, detected on first use.
+fn features() -> Features {
+    static FEATURES: OnceLock<Features> = OnceLock::new();
+    *FEATURES.get_or_init(detect)
+}
+
 #[cfg(target_arch = "x86_64")]
+fn detect() -> Features {
+    use std::arch::is_x86_feature_detected as has;
+    let on = |feature: &str, detected: bool| detected && !masked(feature);
+    let avx512 = on("avx512", has!("avx512f"));
+    let avx512bw = avx512 && has!("avx512bw");
+    let avx512bf16 = on("avx512bf16", avx512bw && has!("avx512bf16"));
+    // AMX-BF16 and AMX-TILE: CPUID leaf 7, EDX bits 22 and 24.
+    let leaf7 = std::arch::x86_64::__cpuid_count(7, 0);
+    let amx_cpu = leaf7.edx & (1 << 22) != 0 && leaf7.edx & (1 << 24) != 0;
+    Features {
+        avx2: on("avx2", has!("avx2") && has!("fma")),
+        f16c: has!("f16c"),
+        avx512,
+        avx512bw,
+        avx512bf16,
+        avx512vnni: on(
+            "avx512vnni",
+            avx512bf16 && has!("avx512vnni") && has!("avx512vbmi"),
+        ),
+        amx: on("amx", avx512bf16 && amx_cpu),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect() -> Features {
+    Features::default()
+}
+
+/// True when the AVX2 + FMA code paths may run.
+pub(crate) fn has_avx2() -> bool {
+    features().avx2
+}
+
+/// True when the CPU has F16C (no mask hides it: the AVX2 paths need it
+/// only to read F16).
+pub(crate) fn has_f16c() -> bool {
+    features().f16c
+}
+
+/// True when the AVX-512F code paths may run.
+pub(crate) fn has_avx512() -> bool {
+    features().avx512
+}
+
+/// True when the AVX-512 BF16 code paths may run (AVX-512F, BW and
+/// BF16).
 pub(crate) fn has_avx512bf16() -> bool {
-    !masked("avx512bf16")
-        && has_avx512()
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512bf16")
+    features().avx512bf16
+}
+
+/// True when the AVX512-VNNI search kernel may run (VNNI for its int8
+/// pass, VBMI for its byte shuffles, AVX-512 BF16 for its refinement).
+pub(crate) fn has_avx512vnni() -> bool {
+    features().avx512vnni
+}
+
+/// True when the CPU has AMX-TILE and AMX-BF16 and the mask leaves them
+/// (the operating system must still grant the tile state: see the AMX
+/// kernel).
+pub(crate) fn has_amx() -> bool {
+    features().amx
 }
 
 /// The build of `check`'s and `undertrained`'s row loops (see
@@ -110,17 +186,11 @@ impl RowBuild {
     /// Every build this CPU runs, widest first (the portable one last).
     pub(crate) fn all() -> Vec<RowBuild> {
         let mut builds = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if has_avx512() && is_x86_feature_detected!("avx512bw") {
-                builds.push(RowBuild(Isa::Avx512));
-            }
-            if !masked("avx2")
-                && is_x86_feature_detected!("avx2")
-                && is_x86_feature_detected!("fma")
-            {
-                builds.push(RowBuild(Isa::Avx2));
-            }
+        if features().avx512bw {
+            builds.push(RowBuild(Isa::Avx512));
+        }
+        if has_avx2() {
+            builds.push(RowBuild(Isa::Avx2));
         }
         builds.push(RowBuild(Isa::Portable));
         builds
@@ -129,6 +199,21 @@ impl RowBuild {
     /// Its instructions.
     pub(crate) fn isa(self) -> Isa {
         self.0
+    }
+
+    /// [`RowBuild::all`], for a test that runs every build: each build of
+    /// the three is recorded as covered or skipped (see [`coverage`]).
+    #[cfg(test)]
+    pub(crate) fn tested() -> Vec<RowBuild> {
+        let all = RowBuild::all();
+        for (name, isa) in [
+            ("avx512", Isa::Avx512),
+            ("avx2", Isa::Avx2),
+            ("portable", Isa::Portable),
+        ] {
+            coverage::runs(name, all.iter().any(|b| b.isa() == isa));
+        }
+        all
     }
 
     /// Whether it fuses multiply-adds.
@@ -151,12 +236,11 @@ const PREFETCH_AHEAD: usize = 64 << 10;
 ///
 /// The hardware prefetchers alone do not keep up with a tile's rows:
 /// several streams 8 KiB apart, each crossing a 4 KiB page every few steps.
-/// Measured on an AMD EPYC (Zen 4, 2 cores), one query on one core over a
-/// 128 MiB BF16 matrix: 8.2 ms without, 5.4–5.8 ms with, at any distance
-/// from 32 to 512 KiB (64 KiB is well inside every L2), against 4.1 ms for
-/// a plain read. Prefetching into L1 instead (`T0`), or only one tile
-/// ahead, gained nothing; a burst of a whole row's lines at once (the rows
-/// two ahead) made `check` 20% slower than no prefetch at all.
+/// With this hint one query on one Zen 4 core streams a BF16 matrix about
+/// 1.5× as fast, the same at any distance from 32 to 512 KiB (64 KiB is
+/// well inside every L2). Prefetching into L1 (`T0`) or only one tile
+/// ahead gains nothing, and a burst of a whole row's lines at once (the
+/// rows two ahead) is slower than no prefetch at all.
 #[inline(always)]
 pub(crate) fn prefetch_ahead(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
@@ -168,4 +252,96 @@ pub(crate) fn prefetch_ahead(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Which kernels the tests ran and which this CPU could not run, so that a
+/// test needing a CPU feature cannot pass silently without it.
+///
+/// Every test that needs an instruction set asks [`coverage::runs`]
+/// before it runs a kernel or a row-loop build of it. The answer is
+/// recorded; a skip prints a line, and fails the test when
+/// `EMBSCOPE_REQUIRE_KERNELS=amx,avx512bf16,...` names that kernel (a CI
+/// machine that must run them says so). The search's coverage test prints
+/// the one line of the run (`kernels covered: ...; not on this CPU: ...`).
+#[cfg(test)]
+pub(crate) mod coverage {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// The names a test records, by instruction set, as `EMBSCOPE_KERNEL`
+    /// and `EMBSCOPE_REQUIRE_KERNELS` spell them.
+    pub(crate) const KERNELS: [&str; 6] = [
+        "portable",
+        "avx2",
+        "avx512",
+        "avx512bf16",
+        "avx512vnni",
+        "amx",
+    ];
+
+    /// Per kernel: whether some test ran it (else every test skipped it).
+    static RAN: Mutex<BTreeMap<&'static str, bool>> = Mutex::new(BTreeMap::new());
+
+    /// Records whether this CPU `runs` `kernel` (one of [`KERNELS`]) for the
+    /// calling test, and returns it. A skip fails the test when
+    /// `EMBSCOPE_REQUIRE_KERNELS` names the kernel.
+    pub(crate) fn runs(kernel: &'static str, runs: bool) -> bool {
+        assert!(KERNELS.contains(&kernel), "`{kernel}` is not a kernel");
+        *RAN.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(kernel)
+            .or_default() |= runs;
+        if !runs {
+            assert!(
+                !required().contains(&kernel),
+                "EMBSCOPE_REQUIRE_KERNELS names {kernel}, which this CPU does not run \
+                 (or EMBSCOPE_CPU_MASK hides): a test of it would be skipped"
+            );
+            eprintln!("skipped: {kernel} is not on this CPU");
+        }
+        runs
+    }
+
+    /// The kernels `EMBSCOPE_REQUIRE_KERNELS` names (comma-separated);
+    /// panics on a name that is not a kernel.
+    pub(crate) fn required() -> Vec<&'static str> {
+        let value = std::env::var("EMBSCOPE_REQUIRE_KERNELS").unwrap_or_default();
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(|name| {
+                KERNELS.into_iter().find(|k| *k == name).unwrap_or_else(|| {
+                    panic!(
+                        "EMBSCOPE_REQUIRE_KERNELS={value}: `{name}` is not a kernel \
+                             (kernels: {})",
+                        KERNELS.join(", ")
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// What the tests of this process recorded so far:
+    /// `kernels covered: ...; not on this CPU: ...` (`none` for an empty
+    /// side), in the order of [`KERNELS`].
+    pub(crate) fn line() -> String {
+        let ran = RAN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let side = |want: bool| {
+            let names: Vec<&str> = KERNELS
+                .into_iter()
+                .filter(|k| ran.get(k) == Some(&want))
+                .collect();
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        format!(
+            "kernels covered: {}; not on this CPU: {}",
+            side(true),
+            side(false)
+        )
+    }
 }

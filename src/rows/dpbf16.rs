@@ -154,8 +154,7 @@ mod tests {
 
     #[test]
     fn sums_are_the_f32_loops_sums_to_their_last_bits() {
-        if !available() {
-            eprintln!("skipped: this CPU has no AVX512_BF16");
+        if !crate::cpu::coverage::runs("avx512bf16", available()) {
             return;
         }
         // 4096 columns (whole steps) and 100 (a tail of 4); rows of values

@@ -13,7 +13,7 @@
 //!
 //! The bound (Higham, *Accuracy and Stability of Numerical Algorithms*,
 //! §3.1): a kernel's f32 sum of products in which each product goes
-//! through at most `D` roundings (`Kernel::depth`) errs by at most
+//! through at most `D` roundings ([`KernelBounds`]) errs by at most
 //! `gamma_D * sum |r_i q_i| <= gamma_D |r| |q|`, with
 //! `gamma_D = D u / (1 - D u)` and `u = 2^-24`. The BF16 kernels multiply
 //! BF16 values exactly in f32, but split each f32 query value into
@@ -32,7 +32,7 @@
 //! the bound (for example, identical rows), it holds them all (8 bytes
 //! each).
 //!
-//! The VNNI kernel (`vnni`) filters first with a much wider int8 bound
+//! The VNNI kernel (`kernel::avx512vnni`) filters first with a much wider int8 bound
 //! against the same threshold, and offers only the rows it cannot rule out,
 //! re-scored with AVX-512 BF16, through [`Scorer::row`] and
 //! [`Scorer::offer_one`].
@@ -42,8 +42,8 @@ use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 
-use super::kernels::Kernel;
-use super::{Hit, Metric};
+use serde::Serialize;
+
 use crate::matrix::Matrix;
 
 /// The unit roundoff of f32.
@@ -54,6 +54,36 @@ const FLUSH: f64 = 2.0 * f32::MIN_POSITIVE as f64;
 const HALVES: f64 = 1.0 / (1u64 << 17) as f64;
 /// Slack for rounding the bounds themselves in f64.
 const SLACK: f64 = 1e-12;
+
+/// How a row is scored against a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros.
+    Cosine,
+    /// The plain dot product.
+    Dot,
+}
+
+/// One result: a row id and its score.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Hit {
+    /// The row (token id).
+    pub id: u32,
+    /// The row's exact score against the query (computed in f64 over the
+    /// stored values), rounded to f32.
+    pub score: f32,
+}
+
+/// What a kernel's f32 sums owe to rounding: the terms of its error bound.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct KernelBounds {
+    /// An upper bound on the number of successive f32 roundings any one
+    /// product goes through on its way into a dot product or squared norm
+    /// (the "depth" of the sum in Higham's bound).
+    pub(super) depth: usize,
+    /// The kernel reads the queries as BF16 halves (see [`HALVES`]).
+    pub(super) halves: bool,
+}
 
 /// Turns a kernel's f32 dot products and squared norms into approximate
 /// scores with error bounds, and offers them to the shortlists.
@@ -72,16 +102,16 @@ pub(super) struct Scorer {
 }
 
 impl Scorer {
-    /// The bounds of `kernel` on `cols` columns, for queries of norms
-    /// `q_norms`.
-    pub(super) fn new(kernel: Kernel, cols: usize, metric: Metric, q_norms: &[f64]) -> Self {
-        let d = kernel.depth(cols) as f64;
+    /// The bounds of a kernel's sums (`kernel`) on `cols` columns, for
+    /// queries of norms `q_norms`.
+    pub(super) fn new(kernel: KernelBounds, cols: usize, metric: Metric, q_norms: &[f64]) -> Self {
+        let d = kernel.depth as f64;
         let gamma = if d * U < 0.5 {
             d * U / (1.0 - d * U)
         } else {
             f64::INFINITY
         };
-        let halves = if kernel.reads_bf16() { HALVES } else { 0.0 };
+        let halves = if kernel.halves { HALVES } else { 0.0 };
         Scorer {
             metric,
             rel: gamma + halves + SLACK,

@@ -3,7 +3,7 @@
 
 use half::{bf16, f16};
 
-use super::kernels::{Kernel, Queries};
+use super::kernel::{Kernel, Queries};
 use super::shortlist::dot64;
 use super::*;
 use crate::dtype::Dtype;
@@ -23,7 +23,7 @@ pub(super) fn values(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// `vals` stored as `dtype`, plus the values as stored (rounded) in f32.
-fn store(vals: &[f32], dtype: Dtype) -> (Vec<u8>, Vec<f32>) {
+pub(super) fn store(vals: &[f32], dtype: Dtype) -> (Vec<u8>, Vec<f32>) {
     let mut bytes = Vec::new();
     for &v in vals {
         match dtype {
@@ -176,7 +176,7 @@ fn assert_every_kernel_matches(
     let nq = queries.len();
     for metric in [Metric::Cosine, Metric::Dot] {
         let want = reference(stored, cols, queries, metric);
-        for kernel in Kernel::available(dtype) {
+        for kernel in Kernel::tested(dtype) {
             let got = top_k_with(kernel, m, queries, k, metric, Some(mask), &p);
             for (q, list) in got.iter().enumerate() {
                 let what = format!("{dtype} {rows}x{cols} {nq}q k{k} {metric:?} {kernel:?} q{q}");
@@ -272,7 +272,7 @@ fn results_do_not_depend_on_thread_count() {
         })
     };
     let one = run(1, Kernel::Portable);
-    for kernel in Kernel::available(Dtype::BF16) {
+    for kernel in Kernel::tested(Dtype::BF16) {
         assert_eq!(one, run(1, kernel), "{kernel:?}");
         assert_eq!(one, run(3, kernel), "{kernel:?}");
         assert_eq!(one, run(8, kernel), "{kernel:?}");
@@ -289,7 +289,7 @@ fn duplicate_rows_tie_to_the_lower_id() {
     }
     let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
     let query = m.row(400);
-    for kernel in Kernel::available(Dtype::BF16) {
+    for kernel in Kernel::tested(Dtype::BF16) {
         let got = top_k_with(
             kernel,
             &m,
@@ -353,7 +353,7 @@ fn shortlist_holds_the_true_top_k_among_near_ties() {
 
 /// Every row's squared norm and its dot products with `queries` (row-major,
 /// one per query), from one block of `kernel` over the whole BF16 matrix.
-fn score_all(m: &Matrix, kernel: Kernel, queries: &[Vec<f32>]) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn score_all(m: &Matrix, kernel: Kernel, queries: &[Vec<f32>]) -> (Vec<f32>, Vec<f32>) {
     let q = Queries::new(kernel, Dtype::BF16, queries);
     let rows = m.rows();
     let (mut norms, mut dots) = (vec![0.0; rows], vec![0.0; rows * queries.len()]);
@@ -379,7 +379,7 @@ fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
     let size = |v: &[f32]| dot64(v, v).sqrt();
     // (The VNNI kernel's scores here are its int8 ones, with their own
     // bound: see `vnni`.)
-    for kernel in Kernel::available(Dtype::BF16) {
+    for kernel in Kernel::tested(Dtype::BF16) {
         #[cfg(target_arch = "x86_64")]
         if kernel == Kernel::Avx512Vnni {
             continue;
@@ -403,119 +403,6 @@ fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
                     "{kernel:?} {r} {q}: {got} vs {exact}"
                 );
                 assert!((f64::from(dots[r * nq + q]) - exact).abs() <= bound);
-            }
-        }
-    }
-}
-
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[test]
-fn amx_takes_matrices_whose_columns_fit_its_tiles() {
-    if !super::amx::available() {
-        return;
-    }
-    let fits = Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 64]]);
-    assert_eq!(fits.block_bytes(), 1 << 20);
-    let odd = Queries::new(Kernel::Amx, Dtype::BF16, &[vec![0.5; 48]]);
-    assert_eq!(odd.block_bytes(), 256 * 1024);
-}
-
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[test]
-fn amx_row_norms_are_the_avx512_bf16_ones_bit_for_bit() {
-    if !super::amx::available() {
-        return;
-    }
-    // Two row pairs go through AMX (norms from the packing), 6 rows through
-    // AVX-512 BF16; 320 columns are more than one packing run.
-    let (rows, cols) = (70, 320);
-    let (bytes, _) = store(&values(rows * cols, 5), Dtype::BF16);
-    let m = Matrix::new("t", &bytes, Dtype::BF16, &[rows, cols]).unwrap();
-    let queries = [values(cols, 9)];
-    let norms_of = |kernel| score_all(&m, kernel, &queries).0;
-    assert_eq!(norms_of(Kernel::Amx), norms_of(Kernel::Avx512Bf16));
-}
-
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn simd_bf16_conversion_is_the_matrix_one() {
-    if !super::x86::has_avx512() {
-        return;
-    }
-    let mut vals = values(37, 4);
-    vals.extend([f32::NAN, f32::INFINITY, -0.0, 1e-39, -3e38]);
-    let (bytes, want) = store(&vals, Dtype::BF16);
-    let mut got = vec![0.0; vals.len()];
-    super::x86::bf16_to_f32(&bytes, &mut got);
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(&got), bits(&want));
-}
-
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn simd_f16_conversion_is_the_matrix_one() {
-    if !super::x86::has_avx512() {
-        return;
-    }
-    // Normal, subnormal (6e-8 is the smallest F16), infinite, signed zero;
-    // a NaN stays a NaN (its quiet bit may differ).
-    let mut vals = values(37, 5);
-    vals.extend([f32::INFINITY, -0.0, 6e-8, -3e-5, 65504.0, f32::NAN]);
-    let (bytes, want) = store(&vals, Dtype::F16);
-    let mut got = vec![0.0; vals.len()];
-    super::x86::f16_to_f32(&bytes, &mut got);
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
-            "{i}: {g} {w}"
-        );
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn gguf_blocks_decoded_in_registers_sum_as_the_decoded_block_bit_for_bit() {
-    use candle_core::quantized::{GgmlDType, QTensor};
-    use candle_core::{Device, Tensor};
-    if !super::x86::has_avx512() {
-        return;
-    }
-    let (rows, cols) = (21, 512);
-    // Values of every row scaled differently, a zero row among them.
-    let mut vals = values(rows * cols, 8);
-    for (i, row) in vals.chunks_mut(cols).enumerate() {
-        let scale = if i == 5 { 0.0 } else { 1.0 + i as f32 };
-        row.iter_mut().for_each(|x| *x *= scale);
-    }
-    let t = Tensor::from_slice(&vals, (rows, cols), &Device::Cpu).unwrap();
-    for (dtype, g) in [(Dtype::Q8_0, GgmlDType::Q8_0)] {
-        let bytes = QTensor::quantize(&t, g)
-            .unwrap()
-            .data()
-            .unwrap()
-            .into_owned();
-        let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
-        let mut decoded = vec![0.0; rows * cols];
-        m.block_into(0..rows, &mut decoded);
-        let kind = super::x86::quant_kind(dtype).expect("decoded in registers");
-        for nq in 1..=7 {
-            let queries = values(nq * cols, 9 + nq as u64);
-            let (mut n1, mut d1) = (vec![0.0; rows], vec![0.0; rows * nq]);
-            let (mut n2, mut d2) = (vec![0.0; rows], vec![0.0; rows * nq]);
-            super::x86::block_avx512(&bytes, kind, cols, &queries, Some(&mut n1), &mut d1);
-            super::x86::block_f32_avx512(&decoded, cols, &queries, Some(&mut n2), &mut d2);
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&n1), bits(&n2), "{dtype} norms");
-            assert_eq!(bits(&d1), bits(&d2), "{dtype} {nq} queries");
-            // The AVX2 tiles likewise, against their own on the f32 rows.
-            if super::x86::has_avx2() {
-                let f32_bytes: Vec<u8> = decoded.iter().flat_map(|x| x.to_le_bytes()).collect();
-                let q8 = super::avx2::Layout::new(&queries, cols, dtype).expect("Q8_0 in place");
-                let f32s = super::avx2::Layout::new(&queries, cols, Dtype::F32).expect("F32");
-                super::avx2::block(&bytes, &q8, Some(&mut n1), &mut d1);
-                super::avx2::block(&f32_bytes, &f32s, Some(&mut n2), &mut d2);
-                assert_eq!(bits(&n1), bits(&n2), "{dtype} AVX2 norms");
-                assert_eq!(bits(&d1), bits(&d2), "{dtype} AVX2 {nq} queries");
             }
         }
     }

@@ -1,12 +1,45 @@
-//! The arithmetic of one block: row norms and every query's dot product
-//! with every row, on one of the paths the CPU offers.
+//! The search's kernels: the arithmetic of one block, row norms and every
+//! query's dot product with every row, on one of the instruction sets the
+//! CPU offers. `choose` picks the kernel once per search; [`Queries`]
+//! holds the queries in the form that kernel reads (f32, or hi + lo BF16
+//! halves) and dispatches each block to it.
 //!
-//! `choose` picks the kernel once per search; [`Queries`] holds the queries
-//! in the form that kernel reads (f32, or hi + lo BF16 halves).
-//! The portable path is plain Rust and is the reference the SIMD paths are
-//! tested against.
+//! | file | kernel (`EMBSCOPE_KERNEL`) |
+//! |---|---|
+//! | `portable.rs` | `portable`: plain Rust, every CPU; the reference |
+//! | `avx2.rs` | `avx2`: AVX2 + FMA tiles on stored BF16, F16, F32, `Q8_0` rows |
+//! | `avx512.rs` | `avx512`: AVX-512F tiles on stored rows, panels for many queries |
+//! | `avx512bf16.rs` | `avx512bf16`: BF16 dot products on stored BF16 rows |
+//! | `avx512vnni.rs`, `avx512vnni/` | `avx512vnni`: an int8 first pass, refined with BF16 |
+//! | `amx.rs` | `amx`: AMX BF16 tile products (Linux) |
+//! | `stored.rs` | how the `avx2` and `avx512` tiles read stored rows in place |
+//!
+//! Which CPU runs which is asked of `crate::cpu`, the one place that
+//! detects features.
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod amx;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod avx512bf16;
+#[cfg(target_arch = "x86_64")]
+mod avx512vnni;
+mod portable;
+#[cfg(target_arch = "x86_64")]
+mod stored;
 
 use std::ops::Range;
+
+use super::shortlist::KernelBounds;
+#[cfg(target_arch = "x86_64")]
+use super::shortlist::{Scorer, Shortlist};
+#[cfg(target_arch = "x86_64")]
+use crate::cpu;
+#[cfg(target_arch = "x86_64")]
+pub(super) use avx512vnni::Floors;
 
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
@@ -16,9 +49,9 @@ use crate::matrix::Matrix;
 pub(super) enum Kernel {
     /// Plain Rust, auto-vectorised for the compile target.
     Portable,
-    /// AVX2 + FMA tiles on the stored bytes of BF16, F16 and F32 rows (on
-    /// a CPU with F16C, see `avx2`); other dtypes are converted to f32 and
-    /// take the portable code compiled for AVX2.
+    /// AVX2 + FMA tiles on the stored bytes of BF16, F16, F32 and `Q8_0`
+    /// rows (with F16C, see `avx2`); other dtypes are converted to f32
+    /// first.
     #[cfg(target_arch = "x86_64")]
     Avx2,
     /// AVX-512F FMA: tiles of up to 4 queries on the stored bytes of BF16,
@@ -82,7 +115,7 @@ impl Kernel {
     /// without a converted copy of the block (see `avx2`).
     pub(super) fn reads_in_place(self, dtype: Dtype) -> bool {
         #[cfg(target_arch = "x86_64")]
-        return self == Kernel::Avx2 && super::avx2::reads(dtype);
+        return self == Kernel::Avx2 && avx2::reads(dtype);
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = dtype;
@@ -110,10 +143,18 @@ impl Kernel {
         false
     }
 
+    /// The terms of the kernel's error bound on `cols` columns (see
+    /// `shortlist`).
+    pub(super) fn bounds(self, cols: usize) -> KernelBounds {
+        KernelBounds {
+            depth: self.depth(cols),
+            halves: self.reads_bf16(),
+        }
+    }
+
     /// An upper bound on the number of successive f32 roundings any one
     /// product goes through on its way into a dot product or squared norm
-    /// of `cols` columns (the "depth" of the sum in Higham's error bound;
-    /// see `shortlist`).
+    /// of `cols` columns (see [`KernelBounds::depth`]).
     pub(super) fn depth(self, cols: usize) -> usize {
         // Lanes of 16 summed in column order, then a 4-level tree; the
         // portable code rounds each product too (+1) and adds the tail into
@@ -124,11 +165,11 @@ impl Kernel {
             // BF16, F16 and F32 rows read in place (see `avx2`), other dtypes
             // converted first and summed as the portable code does.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => lanes.max(super::avx2::Layout::depth(cols)),
+            Kernel::Avx2 => lanes.max(avx2::Layout::depth(cols)),
             // Dot-style tiles (as `lanes`), or panels: KC columns in order
             // per slice, then the slices' sums in order.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => lanes.max(super::x86::KC + cols.div_ceil(super::x86::KC) + 1),
+            Kernel::Avx512 => lanes.max(avx512::KC + cols.div_ceil(avx512::KC) + 1),
             // Per 32-column chunk a lane adds 2 products of `hi` and 2 of
             // `lo`; then the 4-level tree.
             #[cfg(target_arch = "x86_64")]
@@ -145,6 +186,42 @@ impl Kernel {
         }
     }
 
+    /// [`Kernel::available`], for a test that runs every kernel it gets:
+    /// each kernel that reads `dtype` is recorded as covered or skipped
+    /// (see `cpu::coverage`); one this build lacks (another architecture)
+    /// as skipped.
+    #[cfg(test)]
+    pub(super) fn tested(dtype: Dtype) -> Vec<Kernel> {
+        let available = Kernel::available(dtype);
+        let mut built = Kernel::available_to_build();
+        built.retain(|k| dtype == Dtype::BF16 || !k.reads_bf16());
+        for name in crate::cpu::coverage::KERNELS {
+            let kernel = built.iter().find(|k| k.name() == name);
+            let bf16_only = matches!(name, "avx512bf16" | "avx512vnni" | "amx");
+            if kernel.is_some() || dtype == Dtype::BF16 || !bf16_only {
+                crate::cpu::coverage::runs(name, kernel.is_some_and(|k| available.contains(k)));
+            }
+        }
+        available
+    }
+
+    /// Every kernel of this build, whatever the CPU.
+    #[cfg(test)]
+    fn available_to_build() -> Vec<Kernel> {
+        #[allow(unused_mut)]
+        let mut all = vec![Kernel::Portable];
+        #[cfg(target_arch = "x86_64")]
+        all.extend([
+            Kernel::Avx2,
+            Kernel::Avx512,
+            Kernel::Avx512Vnni,
+            Kernel::Avx512Bf16,
+        ]);
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        all.push(Kernel::Amx);
+        all
+    }
+
     /// Every kernel this CPU runs for `dtype`, slowest first (for one
     /// query).
     pub(super) fn available(dtype: Dtype) -> Vec<Kernel> {
@@ -152,22 +229,22 @@ impl Kernel {
         let mut all = vec![Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
         {
-            if super::x86::has_avx2() {
+            if cpu::has_avx2() && cpu::has_f16c() {
                 all.push(Kernel::Avx2);
             }
-            if super::x86::has_avx512() {
+            if cpu::has_avx512() {
                 all.push(Kernel::Avx512);
             }
             // Before AVX-512 BF16: with one query it is slower (it quantizes
             // every row), and a matrix too small to measure takes the last.
-            if dtype == Dtype::BF16 && super::vnni::available() {
+            if dtype == Dtype::BF16 && cpu::has_avx512vnni() {
                 all.push(Kernel::Avx512Vnni);
             }
-            if dtype == Dtype::BF16 && super::x86::has_avx512bf16() {
+            if dtype == Dtype::BF16 && cpu::has_avx512bf16() {
                 all.push(Kernel::Avx512Bf16);
             }
             #[cfg(target_os = "linux")]
-            if dtype == Dtype::BF16 && super::amx::available() {
+            if dtype == Dtype::BF16 && amx::available() {
                 all.push(Kernel::Amx);
             }
         }
@@ -184,16 +261,16 @@ pub(super) struct Queries {
     f32: Vec<f32>,
     /// The queries' BF16 halves (the BF16 and AMX kernels).
     #[cfg(target_arch = "x86_64")]
-    halves: Option<super::bf16::Halves>,
+    halves: Option<avx512bf16::Halves>,
     /// The queries transposed for the many-query AVX-512 kernel.
     #[cfg(target_arch = "x86_64")]
-    panels: Option<super::x86::Transposed>,
+    panels: Option<avx512::Transposed>,
     /// The queries packed as AMX tiles.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    tiles: Option<super::amx::Packed>,
+    tiles: Option<amx::Packed>,
     /// The queries quantized for the VNNI kernel.
     #[cfg(target_arch = "x86_64")]
-    vnni: Option<super::vnni::Prepared>,
+    vnni: Option<avx512vnni::Prepared>,
     /// The queries laid out for the AVX2 kernel.
     #[cfg(target_arch = "x86_64")]
     avx2: Option<Avx2Rows>,
@@ -206,9 +283,9 @@ pub(super) struct Queries {
 #[cfg(target_arch = "x86_64")]
 enum Avx2Rows {
     /// In place: BF16, F16, F32 and `Q8_0` rows.
-    InPlace(super::avx2::Layout),
+    InPlace(avx2::Layout),
     /// Converted to f32 first (the K-quants ...), then read as F32 rows.
-    Converted(super::avx2::Layout),
+    Converted(avx2::Layout),
 }
 
 /// From this many queries on, the AVX-512 path multiplies 16 queries per
@@ -226,11 +303,11 @@ impl Queries {
             let cols = queries.first().map_or(0, Vec::len);
             #[cfg(target_os = "linux")]
             let kernel = match kernel {
-                Kernel::Amx if !cols.is_multiple_of(super::amx::STEP) => Kernel::Avx512Bf16,
+                Kernel::Amx if !cols.is_multiple_of(amx::STEP) => Kernel::Avx512Bf16,
                 k => k,
             };
             let kernel = match kernel {
-                Kernel::Avx512Vnni if cols == 0 || !super::vnni::fits(cols) => Kernel::Avx512Bf16,
+                Kernel::Avx512Vnni if cols == 0 || !avx512vnni::fits(cols) => Kernel::Avx512Bf16,
                 k => k,
             };
             let bf16_bytes = kernel.reads_bf16();
@@ -239,26 +316,25 @@ impl Queries {
                 "the BF16 kernels read BF16 bytes"
             );
             let vnni =
-                (kernel == Kernel::Avx512Vnni).then(|| super::vnni::Prepared::new(&flat, cols));
+                (kernel == Kernel::Avx512Vnni).then(|| avx512vnni::Prepared::new(&flat, cols));
             let halves =
-                (bf16_bytes && vnni.is_none()).then(|| super::bf16::Halves::new(&flat, cols));
+                (bf16_bytes && vnni.is_none()).then(|| avx512bf16::Halves::new(&flat, cols));
             let panels = (kernel == Kernel::Avx512 && nq >= PANEL_QUERIES)
-                .then(|| super::x86::Transposed::new(&flat, cols));
-            let avx2 = (kernel == Kernel::Avx2)
-                .then(|| {
-                    let layout = |dtype| super::avx2::Layout::new(&flat, cols, dtype);
-                    layout(dtype)
-                        .map(Avx2Rows::InPlace)
-                        .or_else(|| layout(Dtype::F32).map(Avx2Rows::Converted))
-                })
-                .flatten();
+                .then(|| avx512::Transposed::new(&flat, cols));
+            let avx2 =
+                (kernel == Kernel::Avx2).then(|| match avx2::Layout::new(&flat, cols, dtype) {
+                    Some(layout) => Avx2Rows::InPlace(layout),
+                    None => Avx2Rows::Converted(
+                        avx2::Layout::new(&flat, cols, Dtype::F32).expect("F32 rows read in place"),
+                    ),
+                });
             Queries {
                 kernel,
                 #[cfg(target_os = "linux")]
                 tiles: halves
                     .as_ref()
                     .filter(|_| kernel.is_amx())
-                    .map(|h| super::amx::Packed::new(h, cols)),
+                    .map(|h| amx::Packed::new(h, cols)),
                 f32: if bf16_bytes { Vec::new() } else { flat },
                 halves,
                 panels,
@@ -283,10 +359,27 @@ impl Queries {
         self.kernel
     }
 
-    /// The queries quantized for the VNNI kernel, when it runs.
+    /// Scans rows `rows` of `m` with the VNNI kernel's int8 filter and
+    /// refinement, which offers the rows to `lists` itself (see
+    /// `avx512vnni`); false, doing nothing, when these queries are laid out
+    /// for another kernel (whose scores the caller offers).
     #[cfg(target_arch = "x86_64")]
-    pub(super) fn vnni(&self) -> Option<&super::vnni::Prepared> {
-        self.vnni.as_ref()
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn scan_filtered(
+        &self,
+        m: &Matrix,
+        rows: Range<usize>,
+        scratch: &mut Scratch,
+        scorer: &Scorer,
+        mask: Option<&[bool]>,
+        lists: &mut [Shortlist],
+        floors: &Floors,
+    ) -> bool {
+        let Some(v) = &self.vnni else {
+            return false;
+        };
+        v.scan_block(m, rows, &mut scratch.vnni, scorer, mask, lists, floors);
+        true
     }
 
     /// The number of queries.
@@ -326,16 +419,16 @@ impl Queries {
         }
         #[cfg(target_arch = "x86_64")]
         if let Some(Avx2Rows::InPlace(layout)) = &self.avx2 {
-            return super::avx2::block(m.block_bytes(rows), layout, norms, dots);
+            return avx2::block(m.block_bytes(rows), layout, norms, dots);
         }
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx512 && self.panels.is_none() {
             // The dot-style tiles read BF16, F16 and F32 rows in place, and
-            // decode `Q8_0` blocks in registers (see `x86::quant_kind`).
+            // decode `Q8_0` blocks in registers (see `stored::quant_kind`).
             let dtype = m.dtype();
-            if let Some(kind) = super::x86::kind(dtype).or_else(|| super::x86::quant_kind(dtype)) {
+            if let Some(kind) = stored::kind(dtype).or_else(|| stored::quant_kind(dtype)) {
                 let bytes = m.block_bytes(rows);
-                return super::x86::block_avx512(bytes, kind, cols, &self.f32, norms, dots);
+                return avx512::block_avx512(bytes, kind, cols, &self.f32, norms, dots);
             }
         }
         let scratch = &mut scratch.f32;
@@ -345,39 +438,37 @@ impl Queries {
             #[cfg(target_os = "linux")]
             if let Some(tiles) = &self.tiles {
                 let mut norms = norms;
-                let done = super::amx::block(bytes, cols, tiles, norms.as_deref_mut(), dots);
+                let done = amx::block(bytes, cols, tiles, norms.as_deref_mut(), dots);
                 let rest = &bytes[done * cols * 2..];
                 let rest_norms = norms.map(|n| &mut n[done..]);
                 let rest_dots = &mut dots[done * self.nq..];
-                return super::bf16::block_bf16(rest, cols, halves, rest_norms, rest_dots);
+                return avx512bf16::block_bf16(rest, cols, halves, rest_norms, rest_dots);
             }
-            return super::bf16::block_bf16(bytes, cols, halves, norms, dots);
+            return avx512bf16::block_bf16(bytes, cols, halves, norms, dots);
         }
         scratch.resize(rows.len() * cols, 0.0);
         #[cfg(target_arch = "x86_64")]
         match (self.kernel, m.dtype()) {
             // The same values as `block_into`, converted 16 at a time.
-            (Kernel::Avx512, Dtype::BF16) => {
-                super::x86::bf16_to_f32(m.block_bytes(rows), scratch);
-            }
-            (Kernel::Avx512, Dtype::F16) => super::x86::f16_to_f32(m.block_bytes(rows), scratch),
+            (Kernel::Avx512, Dtype::BF16) => avx512::bf16_to_f32(m.block_bytes(rows), scratch),
+            (Kernel::Avx512, Dtype::F16) => avx512::f16_to_f32(m.block_bytes(rows), scratch),
             _ => m.block_into(rows, scratch),
         }
         #[cfg(not(target_arch = "x86_64"))]
         m.block_into(rows, scratch);
         match self.kernel {
-            Kernel::Portable => block_f32(scratch, cols, &self.f32, norms, dots),
+            Kernel::Portable => portable::block(scratch, cols, &self.f32, norms, dots),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => match &self.avx2 {
                 Some(Avx2Rows::Converted(layout)) => {
-                    super::avx2::block(super::x86::f32_bytes(scratch), layout, norms, dots)
+                    avx2::block(stored::f32_bytes(scratch), layout, norms, dots)
                 }
-                _ => super::x86::block_f32_avx2(scratch, cols, &self.f32, norms, dots),
+                _ => unreachable!("the AVX2 kernel reads converted rows as F32"),
             },
             #[cfg(target_arch = "x86_64")]
             _ => match &self.panels {
-                Some(p) => super::x86::block_f32_panels(scratch, cols, p, self.nq, norms, dots),
-                None => super::x86::block_f32_avx512(scratch, cols, &self.f32, norms, dots),
+                Some(p) => avx512::block_f32_panels(scratch, cols, p, self.nq, norms, dots),
+                None => avx512::block_f32_avx512(scratch, cols, &self.f32, norms, dots),
             },
         }
     }
@@ -390,50 +481,8 @@ pub(super) struct Scratch {
     f32: Vec<f32>,
     /// The VNNI kernel's buffers.
     #[cfg(target_arch = "x86_64")]
-    pub(super) vnni: super::vnni::Scratch,
+    vnni: avx512vnni::Scratch,
 }
 
-/// The portable block arithmetic on f32 rows (`cols > 0`); inlined into
-/// the AVX2 wrapper so that it is compiled once more for that target.
-#[inline(always)]
-pub(super) fn block_f32(
-    block: &[f32],
-    cols: usize,
-    queries: &[f32],
-    mut norms: Option<&mut [f32]>,
-    dots: &mut [f32],
-) {
-    let nq = queries.len() / cols;
-    for (i, row) in block.chunks_exact(cols).enumerate() {
-        if let Some(norms) = norms.as_deref_mut() {
-            norms[i] = dot(row, row);
-        }
-        for (q, query) in queries.chunks_exact(cols).enumerate() {
-            dots[i * nq + q] = dot(row, query);
-        }
-    }
-}
-
-/// A dot product in 16 independent f32 lanes, summed pairwise.
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let (a_chunks, a_tail) = a.as_chunks::<16>();
-    let (b_chunks, b_tail) = b.as_chunks::<16>();
-    for (x, y) in a_chunks.iter().zip(b_chunks) {
-        for j in 0..16 {
-            acc[j] += x[j] * y[j];
-        }
-    }
-    for (j, (x, y)) in a_tail.iter().zip(b_tail).enumerate() {
-        acc[j] += x * y;
-    }
-    let mut width = 8;
-    while width > 0 {
-        for j in 0..width {
-            acc[j] += acc[j + width];
-        }
-        width /= 2;
-    }
-    acc[0]
-}
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,6 @@
-//! The AVX512-VNNI kernel for BF16 matrices: an int8 first pass with a
-//! rigorous error bound, refined inside the scan while the block is in
-//! cache.
+//! The AVX512-VNNI kernel (`avx512vnni`) for BF16 matrices: an int8 first
+//! pass with a rigorous error bound, refined with AVX-512 BF16 inside the
+//! scan while the block is in cache.
 //!
 //! # Quantization
 //!
@@ -43,10 +43,9 @@ mod simd;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::Metric;
-use super::bf16::Halves;
-use super::shortlist::{RowBounds, Scorer, Shortlist, dot64};
+use super::avx512bf16::Halves;
 use crate::matrix::Matrix;
+use crate::search::shortlist::{Metric, RowBounds, Scorer, Shortlist, dot64};
 use simd::{Tiles, quantize_row, refine, walk};
 
 /// The unit roundoff of f32.
@@ -62,14 +61,9 @@ const CHUNK: usize = 64;
 /// 8 measured slower, as did 4 with 6-row tiles).
 const QUERY_TILE: usize = 6;
 
-/// True when the CPU runs this kernel: AVX512-VNNI for the first pass,
-/// AVX512-VBMI for the quantization's byte shuffles and AVX-512 BF16 for
-/// the refinement (`EMBSCOPE_CPU_MASK=avx512vnni` hides it).
+/// True when the CPU runs this kernel (see `cpu::has_avx512vnni`).
 pub(super) fn available() -> bool {
-    !crate::cpu::masked("avx512vnni")
-        && super::x86::has_avx512bf16()
-        && is_x86_feature_detected!("avx512vnni")
-        && is_x86_feature_detected!("avx512vbmi")
+    crate::cpu::has_avx512vnni()
 }
 
 /// True when the i32 sums of `cols` columns cannot overflow.
@@ -82,11 +76,11 @@ pub(super) fn fits(cols: usize) -> bool {
 /// reached so far, as [`key`]s: a row whose upper bound is below it has k
 /// rows strictly better than it in that worker's lists, so all workers may
 /// drop it.
-pub(super) struct Floors(Vec<AtomicU64>);
+pub(in crate::search) struct Floors(Vec<AtomicU64>);
 
 impl Floors {
     /// No threshold yet for `nq` queries.
-    pub(super) fn new(nq: usize) -> Self {
+    pub(in crate::search) fn new(nq: usize) -> Self {
         Floors(
             (0..nq)
                 .map(|_| AtomicU64::new(key(f64::NEG_INFINITY)))
@@ -95,7 +89,7 @@ impl Floors {
     }
 
     /// Raises each query's floor to its list's threshold, if higher.
-    pub(super) fn raise(&self, lists: &[Shortlist]) {
+    pub(in crate::search) fn raise(&self, lists: &[Shortlist]) {
         for (list, shared) in lists.iter().zip(&self.0) {
             if list.tau > unkey(shared.load(Relaxed)) {
                 shared.fetch_max(key(list.tau), Relaxed);
@@ -363,7 +357,7 @@ impl Prepared {
     fn first_pass_prefetching(&self, m: &Matrix, rows: Range<usize>, s: &mut Scratch) {
         let next = rows.end..(rows.end + rows.len()).min(m.rows());
         let ahead = m.block_bytes(next);
-        super::touch_pages(ahead);
+        touch_pages(ahead);
         self.first_pass(m.block_bytes(rows), ahead, s);
     }
 
@@ -396,6 +390,18 @@ impl Prepared {
         };
         // SAFETY: as above.
         unsafe { walk(&t, rows, &mut s.dots) }
+    }
+}
+
+/// Reads the first byte of every 4 KiB page of `bytes`: this maps the
+/// pages not mapped yet (a fault now rather than in the middle of the next
+/// block's int8 pass) and starts their first cache lines, so that the
+/// prefetches find the pages' translations. The prefetches alone hide
+/// little of the wait on the mapped rows.
+fn touch_pages(bytes: &[u8]) {
+    for b in bytes.iter().step_by(4096) {
+        // SAFETY: `b` is a reference; a volatile read keeps the load.
+        unsafe { std::ptr::read_volatile(b) };
     }
 }
 

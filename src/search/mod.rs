@@ -1,41 +1,39 @@
 //! The streaming exact search over a vocabulary matrix, shared by
 //! `neighbors` and `check`.
 //!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`top_k`]: the scan on all cores, the workers' shortlists |
+//! | `choose.rs` | which kernel runs: forced, settled by the CPU, or a trial |
+//! | `trial.rs` | the timed trial of several kernels on the scan's first blocks |
+//! | `kernel/` | the block arithmetic, one file per instruction set |
+//! | `shortlist.rs` | error bounds, the per-query shortlists, the exact re-scoring |
+//! | `tests.rs` | the search against an f64 reference, on every kernel |
+//!
 //! One pass reads the mapped rows in cache-sized blocks on all cores. Inside
 //! a block every query meets every row while the block is in cache (a small
 //! block matrix product), row norms come from the same pass, and each worker
 //! keeps a shortlist per query; the workers' lists are merged at the end.
 //! Nothing the size of the matrix is ever allocated.
 //!
-//! The arithmetic takes one of several kernels (see `kernels`): AMX tile
-//! products or AVX-512 BF16 dot products straight on the stored bytes of a
-//! BF16 matrix, an AVX512-VNNI int8 first pass refined with AVX-512 BF16
-//! (see `vnni`), AVX-512 or AVX2 on blocks converted to f32, and a portable
-//! path everywhere else. Which one runs is measured per search on the
-//! matrix itself, or forced with `EMBSCOPE_KERNEL` (see `choose`). The
-//! kernels' f32 scores only pick a shortlist per query that provably holds
-//! the true top k; the shortlist is re-scored exactly, in f64 over the
-//! stored values, so the answer and its scores do not depend on the kernel,
-//! the CPU or the number of threads (see `shortlist`).
+//! The arithmetic takes one of several kernels (see `kernel`), picked per
+//! search by the CPU and the matrix's dtype, or forced with
+//! `EMBSCOPE_KERNEL` (see `choose`). The kernels' f32 scores only pick a
+//! shortlist per query that provably holds the true top k; the shortlist is
+//! re-scored exactly, in f64 over the stored values, so the answer and its
+//! scores do not depend on the kernel, the CPU or the number of threads
+//! (see `shortlist`).
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-mod amx;
-#[cfg(target_arch = "x86_64")]
-mod avx2;
-#[cfg(target_arch = "x86_64")]
-mod bf16;
 mod choose;
-mod kernels;
+mod kernel;
 mod shortlist;
-#[cfg(target_arch = "x86_64")]
-mod vnni;
-#[cfg(target_arch = "x86_64")]
-mod x86;
+#[cfg(test)]
+mod tests;
+mod trial;
 
 use std::ops::Range;
 
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::Result;
 use crate::matrix::Matrix;
@@ -43,27 +41,10 @@ use crate::progress::Progress;
 use crate::stream::block_rows;
 pub use choose::KernelChoice;
 use choose::Plan;
-use kernels::{Kernel, Queries};
+use kernel::{Kernel, Queries};
+pub use shortlist::{Hit, Metric};
 use shortlist::{Scorer, Shortlist};
-
-/// How a row is scored against a query.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
-    /// `dot / (|row| * |query|)`; 0 when either vector is all zeros.
-    Cosine,
-    /// The plain dot product.
-    Dot,
-}
-
-/// One result: a row id and its score.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Hit {
-    /// The row (token id).
-    pub id: u32,
-    /// The row's exact score against the query (computed in f64 over the
-    /// stored values), rounded to f32.
-    pub score: f32,
-}
+use trial::Trial;
 
 /// The answer of [`top_k`].
 #[derive(Clone, Debug, PartialEq)]
@@ -148,12 +129,12 @@ fn search(
         .iter()
         .map(|q| Pass {
             queries: q,
-            scorer: Scorer::new(q.kernel(), cols, metric, &q_norms),
+            scorer: Scorer::new(q.kernel().bounds(cols), cols, metric, &q_norms),
             block_rows: block_rows(m, q.block_bytes()),
         })
         .collect();
     #[cfg(target_arch = "x86_64")]
-    let floors = vnni::Floors::new(nq);
+    let floors = kernel::Floors::new(nq);
     // Scans `rows` with pass `i`, in its own blocks.
     let visit = |w: &mut Worker, i: usize, rows: Range<usize>| {
         let pass = &passes[i];
@@ -169,9 +150,7 @@ fn search(
     // The scan's unit: the largest block of any contender.
     let unit = passes.iter().map(|p| p.block_rows).max().expect("a pass");
     let kernels: Vec<Kernel> = contenders.iter().map(Queries::kernel).collect();
-    let trial = settled
-        .is_none()
-        .then(|| choose::Trial::new(m, &kernels, nq));
+    let trial = settled.is_none().then(|| Trial::new(m, &kernels, nq));
     let scanned = (0..rows.div_ceil(unit))
         .into_par_iter()
         .fold(
@@ -200,19 +179,6 @@ fn search(
     (lists, choice)
 }
 
-/// Reads the first byte of every 4 KiB page of `bytes`: this maps the
-/// pages not mapped yet (a fault now rather than in the middle of timed or
-/// streaming work) and starts their first cache lines, so that prefetches
-/// find the pages' translations. The VNNI kernel touches the block it
-/// quantizes next (measured: the prefetches alone hid little of the wait on
-/// the mapped rows); the kernel probe, the rows it is about to time.
-fn touch_pages(bytes: &[u8]) {
-    for b in bytes.iter().step_by(4096) {
-        // SAFETY: `b` is a reference; a volatile read keeps the load.
-        unsafe { std::ptr::read_volatile(b) };
-    }
-}
-
 /// The Euclidean norm of `v`, accumulated in f64.
 fn norm(v: &[f32]) -> f64 {
     shortlist::dot64(v, v).sqrt()
@@ -228,7 +194,7 @@ struct Pass<'a> {
 
 /// One worker's buffers and its per-query shortlists.
 struct Worker {
-    scratch: kernels::Scratch,
+    scratch: kernel::Scratch,
     norms: Vec<f32>,
     dots: Vec<f32>,
     lists: Vec<Shortlist>,
@@ -237,7 +203,7 @@ struct Worker {
 impl Worker {
     fn new(nq: usize, k: usize) -> Self {
         Worker {
-            scratch: kernels::Scratch::default(),
+            scratch: kernel::Scratch::default(),
             norms: Vec::new(),
             dots: Vec::new(),
             lists: (0..nq).map(|_| Shortlist::new(k)).collect(),
@@ -254,12 +220,18 @@ impl Worker {
         pass: &Pass,
         range: Range<usize>,
         mask: Option<&[bool]>,
-        #[cfg(target_arch = "x86_64")] floors: &vnni::Floors,
+        #[cfg(target_arch = "x86_64")] floors: &kernel::Floors,
     ) {
         #[cfg(target_arch = "x86_64")]
-        if let Some(v) = pass.queries.vnni() {
-            let (s, lists) = (&mut self.scratch.vnni, &mut self.lists);
-            v.scan_block(m, range, s, &pass.scorer, mask, lists, floors);
+        if pass.queries.scan_filtered(
+            m,
+            range.clone(),
+            &mut self.scratch,
+            &pass.scorer,
+            mask,
+            &mut self.lists,
+            floors,
+        ) {
             return;
         }
         let (n, nq) = (range.len(), pass.queries.len());
@@ -290,6 +262,3 @@ impl Worker {
         self
     }
 }
-
-#[cfg(test)]
-mod tests;

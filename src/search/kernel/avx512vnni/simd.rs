@@ -18,7 +18,7 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::super::bf16::{Halves, chunk_mask, load_bf16};
+use super::super::avx512bf16::{Halves, chunk_mask, load_bf16};
 use super::{CHUNK, QUERY_TILE, RowQuant, TINY};
 
 /// Quantizes one stored BF16 row (`row`, `cols` values) into `out` (its

@@ -1,6 +1,7 @@
-//! The AVX2 + FMA block arithmetic on the stored bytes of BF16, F16 and
-//! F32 matrices, and of GGUF `Q8_0` ones (the `avx2` kernel on CPUs without
-//! AVX-512): no converted copy of the block is written.
+//! The AVX2 kernel (`avx2`, AVX2 + FMA + F16C): the block arithmetic on
+//! the stored bytes of BF16, F16 and F32 matrices, and of GGUF `Q8_0` ones,
+//! with no converted copy of the block; other dtypes are converted to f32
+//! first and read as F32 rows.
 //!
 //! A step is 16 columns. For BF16 one 32-byte load holds them, and its
 //! eight 32-bit lanes are decoded in registers: shifted left by 16 they
@@ -18,38 +19,33 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use super::x86::{BF16, Block, F16, F32, Q8_0, byte_of, prefetch_first_read};
+use super::stored::{self, BF16, Block, F16, F32, Q8_0, byte_of, prefetch_first_read};
+use crate::cpu::{has_avx2, has_f16c};
 use crate::dtype::Dtype;
 
 /// Columns per step.
 const STEP: usize = 16;
 
-/// Whether the kernel reads rows of `dtype` in place: BF16, F16 and F32,
-/// on a CPU with F16C (its tiles are compiled with it, whatever the dtype).
+/// Whether the kernel reads rows of `dtype` in place as a contender
+/// beside AVX-512: BF16, F16 and F32.
 pub(super) fn reads(dtype: Dtype) -> bool {
-    super::x86::kind(dtype).is_some() && is_x86_feature_detected!("f16c")
+    stored::kind(dtype).is_some()
 }
 
 /// Queries laid out for [`block`] (see the module docs).
 pub(super) struct Layout {
     values: Vec<f32>,
-    /// The rows' stored form (see `x86::F32`).
+    /// The rows' stored form (see `stored::F32`).
     kind: u8,
     cols: usize,
 }
 
 impl Layout {
     /// `queries` (`cols` values each, back to back) laid out for rows of
-    /// `dtype`; `None` for dtypes the kernel does not read (they are
-    /// converted to f32 first), on a CPU without F16C, and for zero
-    /// columns.
+    /// `dtype`; `None` for dtypes the kernel does not read in place (they
+    /// are converted to f32 first).
     pub(super) fn new(queries: &[f32], cols: usize, dtype: Dtype) -> Option<Self> {
-        // `Q8_0` is read in place too when this kernel runs, but does not
-        // make it a contender beside AVX-512 (see `Kernel::reads_in_place`).
-        let kind = super::x86::kind(dtype)
-            .filter(|_| reads(dtype))
-            .or_else(|| super::x86::quant_kind(dtype))
-            .filter(|_| cols > 0 && is_x86_feature_detected!("f16c"))?;
+        let kind = stored::kind(dtype).or_else(|| stored::quant_kind(dtype))?;
         let mut values = queries.to_vec();
         if dtype == Dtype::BF16 {
             for (query, out) in queries
@@ -88,8 +84,7 @@ pub(super) fn block(
     mut norms: Option<&mut [f32]>,
     dots: &mut [f32],
 ) {
-    assert!(super::x86::has_avx2());
-    assert!(is_x86_feature_detected!("f16c"));
+    assert!(has_avx2() && has_f16c());
     let kind = queries.kind;
     let q = Block::new(
         bytes,

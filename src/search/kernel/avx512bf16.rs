@@ -1,5 +1,7 @@
-//! The AVX-512 BF16 kernel: dot products straight on the stored bytes of a
-//! BF16 matrix, register-blocked over several rows and several queries.
+//! The AVX-512 BF16 kernel (`avx512bf16`): dot products straight on the
+//! stored bytes of a BF16 matrix, register-blocked over several rows and
+//! several queries. The VNNI kernel refines with it and the AMX kernel
+//! takes the rows past its last tile pair with it.
 //!
 //! A block is walked one row tile at a time (8 rows for one or two queries,
 //! 4 rows otherwise, then single rows). For each row tile, every query
@@ -10,9 +12,8 @@
 //! tile, which reads the rows from memory, also sums their norms and asks
 //! for the bytes further on. So each row is read from memory once and from
 //! cache once per further query tile, and each query chunk once per row
-//! tile. (The norms used to be summed by a pass of their own over the row
-//! tile before the queries met it, reading each row twice: 4–7% slower at
-//! 1–4 queries on a Zen 4.)
+//! tile (a pass of its own for the norms would read each row twice, which
+//! shows at 1–4 queries).
 //!
 //! Queries are split into BF16 halves ([`Halves`]); a query tile whose
 //! queries all come from BF16 rows skips its `lo` products, halving the
@@ -26,7 +27,7 @@
 use std::arch::x86_64::*;
 use std::array::from_fn;
 
-use crate::cpu::prefetch_ahead;
+use crate::cpu::{has_avx512bf16, prefetch_ahead};
 
 /// Queries per query tile.
 const QUERY_TILE: usize = 6;
@@ -73,7 +74,7 @@ pub(super) fn block_bf16(
     norms: Option<&mut [f32]>,
     dots: &mut [f32],
 ) {
-    assert!(super::x86::has_avx512bf16());
+    assert!(has_avx512bf16());
     assert_eq!(queries.hi.len(), queries.lo.len());
     assert!(cols > 0 && block.len().is_multiple_of(2 * cols));
     assert!(queries.hi.len().is_multiple_of(cols));

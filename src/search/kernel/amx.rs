@@ -1,4 +1,4 @@
-//! The AMX path (Linux, x86-64): BF16 tile products of 32 stored rows × 32
+//! The AMX kernel (`amx`; Linux, x86-64): BF16 tile products of 32 stored rows × 32
 //! queries at a time, about ten times the multiply rate of AVX-512.
 //!
 //! A tiles are the stored rows, copied 32 rows at a time into tile order (16
@@ -10,7 +10,7 @@
 //! 16 queries whose `lo` halves are all zero (queries taken from BF16 rows)
 //! skips its `lo` products.
 //!
-//! On the machine measured a tile load costs about three tile products, so
+//! A tile load costs about as much as three tile products, so
 //! the loop keeps one load per product (two A and two B tiles for four C
 //! tiles) and no C tile traffic inside a row pair.
 //!
@@ -21,7 +21,7 @@ use std::arch::asm;
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
-use super::bf16::Halves;
+use super::avx512bf16::Halves;
 
 /// `arch_prctl` syscall number and arguments that allow AMX tile data.
 const SYS_ARCH_PRCTL: i64 = 158;
@@ -33,15 +33,11 @@ const TILE: usize = 16;
 /// BF16 columns per tile step (64 bytes).
 pub(super) const STEP: usize = 32;
 
-/// True when the CPU has AMX-TILE and AMX-BF16 and the kernel lets this
-/// process use them (asked once).
+/// True when the CPU has AMX-TILE and AMX-BF16 (see `cpu::has_amx`) and
+/// the operating system lets this process use them (asked once).
 pub(super) fn available() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
-        let leaf7 = std::arch::x86_64::__cpuid_count(7, 0);
-        let cpu = leaf7.edx & (1 << 22) != 0 && leaf7.edx & (1 << 24) != 0;
-        cpu && !crate::cpu::masked("amx") && super::x86::has_avx512bf16() && request_permission()
-    })
+    *OK.get_or_init(|| crate::cpu::has_amx() && request_permission())
 }
 
 /// Asks Linux to enable AMX tile state for this process.
@@ -185,7 +181,7 @@ thread_local! {
 /// exactly as the AVX-512 BF16 path sums it (BF16 products in 16 lanes, step
 /// by step, then across the lanes), so a norm does not depend on the path.
 fn pack_rows(rows: &[u8], row_bytes: usize, packed: &mut Vec<u8>, norms: Option<&mut [f32]>) {
-    assert!(super::x86::has_avx512bf16());
+    assert!(crate::cpu::has_avx512bf16());
     assert!(row_bytes.is_multiple_of(64) && rows.len().is_multiple_of(TILE * row_bytes));
     packed.resize(rows.len(), 0);
     // SAFETY: the CPU has AVX-512F, BW and BF16 (checked above).

@@ -3,13 +3,13 @@
 
 use half::bf16;
 
-use super::super::kernels::Kernel;
-use super::super::shortlist::{Scorer, dot64};
-use super::super::tests::values;
-use super::super::{Metric, top_k_with};
 use super::*;
 use crate::dtype::Dtype;
 use crate::progress::Progress;
+use crate::search::kernel::Kernel;
+use crate::search::shortlist::{Scorer, dot64};
+use crate::search::tests::values;
+use crate::search::top_k_with;
 
 /// Rows that stress the quantization: one huge value among small ones, all
 /// equal, all zero, subnormals only, subnormals beside a normal value,
@@ -73,7 +73,7 @@ fn keys_keep_the_order_of_f64() {
 
 #[test]
 fn quantization_round_trips_within_half_a_step() {
-    if !available() {
+    if !crate::cpu::coverage::runs("avx512vnni", available()) {
         return;
     }
     for cols in [1, 63, 64, 100, 4096] {
@@ -123,7 +123,7 @@ fn quantization_round_trips_within_half_a_step() {
 
 #[test]
 fn int8_scores_are_within_their_bound() {
-    if !available() {
+    if !crate::cpu::coverage::runs("avx512vnni", available()) {
         return;
     }
     for cols in [1, 64, 300, 4096] {
@@ -139,7 +139,7 @@ fn int8_scores_are_within_their_bound() {
         let p = Prepared::new(&flat, cols);
         let q_norms: Vec<f64> = queries.iter().map(|q| dot64(q, q).sqrt()).collect();
         for metric in [Metric::Cosine, Metric::Dot] {
-            let scorer = Scorer::new(Kernel::Avx512Vnni, cols, metric, &q_norms);
+            let scorer = Scorer::new(Kernel::Avx512Vnni.bounds(cols), cols, metric, &q_norms);
             let got = p.estimates(&m, 0..rows.len(), &scorer);
             let mut checked = 0;
             for (r, row) in rows.iter().enumerate() {
@@ -168,7 +168,7 @@ fn int8_scores_are_within_their_bound() {
 
 #[test]
 fn answers_are_the_avx512_bf16_ones_on_adversarial_rows() {
-    if !available() {
+    if !crate::cpu::coverage::runs("avx512vnni", available()) {
         return;
     }
     let p = Progress::hidden();
@@ -196,7 +196,7 @@ fn answers_are_the_avx512_bf16_ones_on_adversarial_rows() {
 
 #[test]
 fn prefetching_the_next_block_leaves_the_sums_alone() {
-    if !available() {
+    if !crate::cpu::coverage::runs("avx512vnni", available()) {
         return;
     }
     let cols = 300;
@@ -224,7 +224,7 @@ fn prefetching_the_next_block_leaves_the_sums_alone() {
 #[test]
 #[ignore]
 fn timings() {
-    if !available() {
+    if !crate::cpu::coverage::runs("avx512vnni", available()) {
         return;
     }
     use std::time::Instant;
