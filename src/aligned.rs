@@ -5,13 +5,11 @@
 //! (the reference mean, the principal component) at every step, 64 bytes
 //! at a time, and the component's power iteration adds rows into one. As
 //! the allocator gives them (16-byte aligned; 16 bytes past a page for
-//! large blocks), each such load spans two cache lines. On a Zen 4, the
-//! loop over rows in cache against two vectors (timed in a scratch test)
-//! took 31 ms per GiB of BF16 rows with the vectors 16 bytes past a line
-//! and 20 ms with them on one; `undertrained --matrix head` on one thread
-//! went from 113 to 107 ms.
-//! (Aligning the search kernels' queries made no difference: their loops
-//! are bound by the dot-product instructions.)
+//! large blocks), each such load spans two cache lines, and on a Zen 4 the
+//! loop over rows in cache against two vectors then takes about half as
+//! long again as with the vectors on whole lines. The search kernels'
+//! queries are not aligned: their loops are bound by the dot-product
+//! instructions, not by these loads.
 
 use std::ops::{Deref, DerefMut};
 

@@ -4,6 +4,9 @@
 //! cannot be honoured are errors naming the kernels available. And the
 //! row loops of `undertrained` and `check` give the same answers on
 //! AVX-512 and on AVX2.
+//!
+//! A test that needs a kernel this CPU lacks says so on stderr (see
+//! [`covers`]), and fails instead when `EMBSCOPE_REQUIRE_KERNELS` names it.
 
 use serde_json::Value;
 
@@ -77,6 +80,42 @@ fn forcing_a_masked_kernel_is_an_error(kernel: &str) {
     );
 }
 
+/// Every kernel name, as `EMBSCOPE_KERNEL` and `EMBSCOPE_REQUIRE_KERNELS`
+/// spell them.
+const KERNELS: [&str; 6] = [
+    "portable",
+    "avx2",
+    "avx512",
+    "avx512bf16",
+    "avx512vnni",
+    "amx",
+];
+
+/// Whether this CPU runs `kernel`, of those `offered` for a BF16 matrix
+/// (see [`available`]). A kernel it lacks is a skip, printed, or a failure
+/// when `EMBSCOPE_REQUIRE_KERNELS` names it; a name there that is not a
+/// kernel fails too.
+fn covers(kernel: &str, offered: &[String]) -> bool {
+    let required = std::env::var("EMBSCOPE_REQUIRE_KERNELS").unwrap_or_default();
+    for name in required.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        assert!(
+            KERNELS.contains(&name),
+            "EMBSCOPE_REQUIRE_KERNELS={required}: `{name}` is not a kernel (kernels: {})",
+            KERNELS.join(", ")
+        );
+        assert!(
+            name != kernel || offered.iter().any(|k| k == kernel),
+            "EMBSCOPE_REQUIRE_KERNELS names {kernel}, which this CPU does not run \
+             (or EMBSCOPE_CPU_MASK hides): a test of it would be skipped"
+        );
+    }
+    let runs = offered.iter().any(|k| k == kernel);
+    if !runs {
+        eprintln!("skipped: {kernel} is not on this CPU");
+    }
+    runs
+}
+
 const QUERIES: [&str; 6] = [
     "#7",
     "#285",
@@ -92,6 +131,12 @@ fn every_kernel_gives_byte_identical_json() {
         let path = fixture(model);
         let kernels = available(model);
         assert!(kernels.iter().any(|k| k == "portable"), "{kernels:?}");
+        if model == "llama-sharded" {
+            // A BF16 matrix: every kernel this CPU has is offered.
+            for kernel in KERNELS {
+                covers(kernel, &kernels);
+            }
+        }
         for metric in ["cosine", "dot"] {
             let mut args = vec!["neighbors", path.as_str(), "-k", "12", "--metric", metric];
             args.extend(QUERIES);
@@ -209,7 +254,7 @@ fn a_kernel_this_cpu_lacks_or_an_unknown_one_is_an_error() {
 
 #[test]
 fn a_kernel_whose_layout_does_not_fit_names_the_one_that_ran() {
-    if !available("llama-sharded").iter().any(|k| k == "avx512vnni") {
+    if !covers("avx512vnni", &available("llama-sharded")) {
         return; // this CPU has no int8 kernel to fall back from
     }
     // Too many columns for the int8 kernel's i32 sums (255 · 127 · cols
@@ -247,11 +292,14 @@ fn a_kernel_whose_layout_does_not_fit_names_the_one_that_ran() {
 fn undertrained_and_check_answer_alike_on_avx512_and_avx2() {
     // With AVX-512 hidden, the AVX2 build of the row loops runs (on a CPU
     // without AVX-512, the same build twice). Both fuse multiply-adds, so
-    // the sums, and so every score, are the same to the bit. (The portable
-    // build ran on AVX2 until 2026-11-26: the `untrained` fixture's scores
-    // differed in their last digits.) `undertrained` reads an untied BF16
+    // the sums, and so every score, are the same to the bit (the portable
+    // build, which does not fuse on x86-64, would differ in the last
+    // digits of the `untrained` fixture's scores). `undertrained` reads an untied BF16
     // head with `vdpbf16ps` where the CPU has AVX512_BF16, hidden here in
     // both runs (see the next test).
+    let offered = available("llama-sharded");
+    covers("avx512", &offered);
+    covers("avx2", &offered);
     for model in ["untrained", "llama-sharded", "qwen-f16-tied"] {
         for command in ["undertrained", "check"] {
             let args = [command, &fixture(model)];
@@ -271,6 +319,7 @@ fn undertrained_answers_alike_with_and_without_bf16_dot_products() {
     // same products as the f32 loops in another order: the same ranks, and
     // every number the same to about 6 digits. (Elsewhere both runs take
     // the f32 loops.)
+    covers("avx512bf16", &available("llama-sharded"));
     fn near(a: &Value, b: &Value, at: &str) {
         match (a, b) {
             (Value::Number(x), Value::Number(y)) => {
@@ -307,7 +356,7 @@ fn undertrained_answers_alike_with_and_without_bf16_dot_products() {
 
 #[test]
 fn a_mask_check_and_undertrained_cannot_honour_is_an_error() {
-    // They ran unmasked, silently, until 2026-11-26.
+    // Running unmasked would time or test the wrong arithmetic silently.
     for command in ["check", "undertrained"] {
         let err = error_with(
             &[("EMBSCOPE_CPU_MASK", "avx512f")],
