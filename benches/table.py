@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the README's performance table: every figure of issue 10, measured
+"""Prints the performance table: the scan, `check` and the kernels, measured
 side by side in one run on a Llama-3-shaped checkpoint.
 
     benches/table.py [DIR] [-r RUNS] [--all-kernels]
@@ -30,6 +30,24 @@ quartiles of wall time, then the derived figures:
 Queries are `#ID`s (no tokenizer needed), run on a copy of DIR without the
 tokenizer (symbolic links), so the scan is what is timed; `check` is timed
 both with and without the tokenizer.
+
+    benches/table.py --kernels MODEL... [-r RUNS] [--embscope BIN]
+
+prints instead the kernel table of docs/kernels.md: every kernel this CPU
+has, forced (`EMBSCOPE_KERNEL`), at 1, 4, 16 and 64 queries, on each MODEL
+(a checkpoint directory or a GGUF file; its embedding's dtype names it),
+next to the default choice on this CPU and with `EMBSCOPE_CPU_MASK`
+standing for the CPU classes with AVX512_BF16 but without the VNNI kernel
+(`avx512vnni,amx`: no VBMI, as Cooper Lake), without AVX512_BF16 and VNNI
+(`avx512bf16,avx512vnni,amx`) and with AVX2 only (`avx512,amx`), all
+interleaved. Cells are median CPU milliseconds (user + system) with the
+median wall milliseconds in brackets: on a machine shared with other work
+the CPU time of a run that keeps every core busy moves far less than its
+wall time. For each class it then names, per dtype and query count, the
+fastest kernel that class runs (by CPU time) and by how much each kernel
+leads the best of the others there: a kernel earns its place where it leads
+by 10% or more. `portable`
+is timed at 1 and 4 queries only (see PORTABLE_MAX_QUERIES).
 """
 
 import argparse
@@ -45,6 +63,21 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The kernel table times `portable` up to this many queries only: beyond,
+# it takes seconds where every SIMD kernel takes a fraction of one, and
+# it is the kernel of other architectures, not a contender on x86-64.
+PORTABLE_MAX_QUERIES = 4
+
+# The CPU classes of the kernel table: (name, EMBSCOPE_CPU_MASK, the
+# kernels that class runs, portable always among them).
+CLASSES = [
+    ("this CPU", None, None),
+    ("AVX-512 BF16 without VBMI (Cooper Lake)", "avx512vnni,amx",
+     {"portable", "avx2", "avx512", "avx512bf16"}),
+    ("AVX-512 without BF16/VNNI", "avx512bf16,avx512vnni,amx", {"portable", "avx2", "avx512"}),
+    ("AVX2 only", "avx512,amx", {"portable", "avx2"}),
+]
 
 # The default kernel with features hidden (tag, EMBSCOPE_CPU_MASK), timed
 # at 1 and 64 queries for the cost of each extra query.
@@ -143,13 +176,103 @@ def cpu_name():
     return f"{name} (model {model}), {os.cpu_count()} cores, {' '.join(has)}"
 
 
+def offered(embscope, model, env):
+    """The kernels `embscope` offers for `model` under `env`, as the error
+    for an unknown kernel lists them."""
+    probe = subprocess.run(
+        [embscope, "neighbors", model, "#1"], env={**env, "EMBSCOPE_KERNEL": "?"},
+        capture_output=True, text=True).stderr
+    return probe.strip().rsplit(": ", 1)[1].rstrip(")").split(", ")
+
+
+def dtype_of(embscope, model, env):
+    """The stored dtype of `model`'s embedding, from `embscope info`."""
+    out = subprocess.run([embscope, "--json", "info", model], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["embedding"]["dtype"]
+
+
+def kernel_table(embscope, models, runs):
+    """Prints the kernel table (see the module docs)."""
+    base = dict(os.environ)
+    for var in ("EMBSCOPE_KERNEL", "EMBSCOPE_CPU_MASK"):
+        base.pop(var, None)
+    tmp = tempfile.TemporaryDirectory(prefix="embscope-kernels-")
+    batches = {}
+    for n in (1, 4, 16, 64):
+        batches[n] = os.path.join(tmp.name, f"ids{n}.txt")
+        with open(batches[n], "w") as f:
+            f.writelines(f"#{(1000 + 2003 * i) % 128256}\n" for i in range(n))
+    cmds = []  # (dtype, n, column, argv, env)
+    dtypes = []
+    for model in models:
+        dtype = dtype_of(embscope, model, base)
+        dtypes.append((dtype, offered(embscope, model, base)))
+        for f in ([model] if os.path.isfile(model) else glob.glob(f"{model}/*.safetensors")):
+            refill_cache(f)
+        for n in (1, 4, 16, 64):
+            argv = [embscope, "--json", "neighbors", model, "--no-progress", "--batch", batches[n]]
+            for k in dtypes[-1][1]:
+                if k != "portable" or n <= PORTABLE_MAX_QUERIES:
+                    cmds.append((dtype, n, k, argv, {"EMBSCOPE_KERNEL": k}))
+            for name, mask, _ in CLASSES:
+                cmds.append((dtype, n, f"default, {name}", argv,
+                             {"EMBSCOPE_CPU_MASK": mask} if mask else {}))
+    times, cpu = {}, {}
+    for rnd in range(runs + 1):  # round 0 warms up
+        for dtype, n, col, argv, env in cmds:
+            ms, cpu_ms, _ = run(argv, {**base, **env})
+            if rnd > 0:
+                times.setdefault((dtype, n, col), []).append(ms)
+                cpu.setdefault((dtype, n, col), []).append(cpu_ms)
+    wall = {key: statistics.median(t) for key, t in times.items()}
+    med = {key: statistics.median(t) for key, t in cpu.items()}
+    print(f"CPU: {cpu_name()}; load average after: {os.getloadavg()[0]:.1f}")
+    print(f"{runs} interleaved rounds (after one warm-up round) of "
+          "`embscope --json neighbors MODEL --batch IDS`: median CPU ms (user + sys), "
+          "[median wall ms]\n")
+    for dtype, kernels in dtypes:
+        cols = kernels + [f"default, {name}" for name, _, _ in CLASSES]
+        print(f"{dtype}\n\n| queries | " + " | ".join(cols) + " |")
+        print("|---|" + "---|" * len(cols))
+        for n in (1, 4, 16, 64):
+            cells = [f"{med[(dtype, n, c)]:.0f} [{wall[(dtype, n, c)]:.0f}]"
+                     if (dtype, n, c) in med else "–" for c in cols]
+            print(f"| {n} | " + " | ".join(cells) + " |")
+        print()
+    print("Per CPU class: the fastest kernel it runs, and each kernel's lead over the best "
+          "of the others there (time of the best other / its time; 1.10 or more earns its place)\n")
+    print("| class | dtype | queries | fastest | leads |")
+    print("|---|---|---|---|---|")
+    for name, _, allowed in CLASSES:
+        for dtype, kernels in dtypes:
+            ks = [k for k in kernels if allowed is None or k in allowed]
+            for n in (1, 4, 16, 64):
+                t = {k: med[(dtype, n, k)] for k in ks if (dtype, n, k) in med}
+                ks = list(t)
+                best = min(ks, key=t.get)
+                leads = []
+                for k in ks:
+                    others = [t[o] for o in ks if o != k]
+                    if others:
+                        leads.append(f"{k} {min(others) / t[k]:.2f}")
+                print(f"| {name} | {dtype} | {n} | {best} | {', '.join(leads)} |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("dir", nargs="?", default="/work/bench-data/llama3")
+    p.add_argument("dir", nargs="*", default=["/work/bench-data/llama3"])
     p.add_argument("-r", "--runs", type=int, default=9)
     p.add_argument("--all-kernels", action="store_true")
+    p.add_argument("--kernels", action="store_true")
+    p.add_argument("--embscope", help="with --kernels: this binary, not a fresh build "
+                   "(a baseline's, to time it the same way)")
     args = p.parse_args()
+    if args.kernels:
+        embscope = args.embscope or build()[0]
+        return kernel_table(embscope, args.dir, args.runs)
     embscope, bench = build()
+    args.dir = args.dir[0]
     index = json.load(open(os.path.join(args.dir, "model.safetensors.index.json")))
     shard = {t: os.path.join(args.dir, f) for t, f in index["weight_map"].items()}
     embed, head = "model.embed_tokens.weight", "lm_head.weight"

@@ -26,12 +26,6 @@ use crate::dtype::Dtype;
 /// Columns per step.
 const STEP: usize = 16;
 
-/// Whether the kernel reads rows of `dtype` in place as a contender
-/// beside AVX-512: BF16, F16 and F32.
-pub(super) fn reads(dtype: Dtype) -> bool {
-    stored::kind(dtype).is_some()
-}
-
 /// Queries laid out for [`block`] (see the module docs).
 pub(super) struct Layout {
     values: Vec<f32>,

@@ -111,18 +111,6 @@ impl Kernel {
         false
     }
 
-    /// True for the AVX2 kernel on rows of `dtype` it reads in place,
-    /// without a converted copy of the block (see `avx2`).
-    pub(super) fn reads_in_place(self, dtype: Dtype) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        return self == Kernel::Avx2 && avx2::reads(dtype);
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = dtype;
-            false
-        }
-    }
-
     /// True for the kernels that read BF16 bytes with queries split into
     /// BF16 halves (see `Halves`; the VNNI kernel's refinement does).
     pub(super) fn reads_bf16(self) -> bool {
@@ -222,8 +210,8 @@ impl Kernel {
         all
     }
 
-    /// Every kernel this CPU runs for `dtype`, slowest first (for one
-    /// query).
+    /// Every kernel this CPU runs for `dtype`, in the order
+    /// `EMBSCOPE_KERNEL`'s errors list them.
     pub(super) fn available(dtype: Dtype) -> Vec<Kernel> {
         #[allow(unused_mut)]
         let mut all = vec![Kernel::Portable];
