@@ -11,14 +11,15 @@
 # page faults of a fresh mapping), of the whole process, and the largest
 # RssAnon seen. EMBSCOPE_KERNEL=avx512|avx512bf16|amx|... forces a kernel;
 # EMBSCOPE_CPU_MASK=amx,avx512bf16,... hides CPU features (time an AMX
-# machine as one without AMX). For the README's whole table (commands run
-# end to end, interleaved), use benches/table.py.
+# machine as one without AMX). For the performance table and the kernel
+# table of docs/kernels.md (commands run end to end, interleaved), use
+# benches/table.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILE=${1:-/work/bench-data/llama-bf16.safetensors}
 RUNS=${2:-7}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-kernel-rel}
-BIN=$(cargo bench --bench kernel --no-run --message-format=json 2>/dev/null |
+BIN=$(cargo bench --locked --bench kernel --no-run --message-format=json 2>/dev/null |
     grep -o '"executable":"[^"]*/kernel-[^"]*"' | cut -d'"' -f4 | tail -1)
 [ -f "$FILE" ] || { mkdir -p "$(dirname "$FILE")"; "$BIN" gen "$FILE"; }
 cat "$FILE" > /dev/null # warm the page cache
