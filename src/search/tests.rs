@@ -378,7 +378,7 @@ fn every_kernel_agrees_with_the_portable_one_within_the_bound() {
     let (norms, dots) = run(Kernel::Portable);
     let size = |v: &[f32]| dot64(v, v).sqrt();
     // (The VNNI kernel's scores here are its int8 ones, with their own
-    // bound: see `vnni`.)
+    // bound: see `kernel::avx512vnni`.)
     for kernel in Kernel::tested(Dtype::BF16) {
         #[cfg(target_arch = "x86_64")]
         if kernel == Kernel::Avx512Vnni {

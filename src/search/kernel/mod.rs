@@ -69,7 +69,7 @@ pub(super) enum Kernel {
     Amx,
     /// An AVX512-VNNI int8 first pass on each block, quantized once for
     /// all queries, refined with AVX-512 BF16 where its bound reaches the
-    /// top k (BF16 matrices only; see `vnni`).
+    /// top k (BF16 matrices only; see `avx512vnni`).
     #[cfg(target_arch = "x86_64")]
     Avx512Vnni,
 }
@@ -391,7 +391,7 @@ impl Queries {
     /// Fills `dots[i * nq + q]` with query `q` · row `rows.start + i`, and
     /// `norms[i]` (when given) with the row's squared norm. `scratch` holds
     /// reusable buffers. (The VNNI kernel gives its int8 approximations
-    /// here; its scan refines them, see `vnni`.)
+    /// here; its scan refines them, see `avx512vnni`.)
     pub(super) fn score_block(
         &self,
         m: &Matrix,

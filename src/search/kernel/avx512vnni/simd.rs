@@ -12,7 +12,7 @@
 //! equal share of cache lines per tile spread over its steps, so that
 //! quantizing that block does not wait on memory.
 //!
-//! Every function here is `#[target_feature]`; the caller (`vnni`) checks
+//! Every function here is `#[target_feature]`; the caller (`avx512vnni`) checks
 //! the CPU first.
 
 use std::arch::x86_64::*;
