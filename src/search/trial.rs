@@ -18,9 +18,10 @@ use crate::matrix::Matrix;
 /// Rows the threads scan together in the trial before the kernels that
 /// filter by the shortlists' thresholds (see `Kernel::filters`) take
 /// turns: by then the thresholds, which the threads share, are near what
-/// most of the scan meets. (On a Zen 4 at 16 queries, with 2 threads, the
-/// int8 kernel's blocks took 2× their final time over the first 512 rows,
-/// 1.2× around row 2000, 1.1× at 4000.)
+/// most of the scan meets. (Before, the int8 kernel refines many more rows:
+/// at 16 queries on 2 threads its blocks take about twice their final time
+/// over the first few hundred rows, and come within 10% of it around row
+/// 4000.)
 const TRIAL_WARM_ROWS: usize = 4096;
 
 /// Consecutive blocks a contender scans per turn; the first is not timed,
