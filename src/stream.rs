@@ -1,11 +1,11 @@
 //! The parallel streaming pass over a matrix's rows that `check` and
 //! `undertrained` share ([`scan`]), and the per-row result columns its
-//! workers fill in place ([`F32Column`], [`U64Column`]).
+//! workers fill in place (`F32Column`, `U64Column`).
 //!
 //! The pass reads the mapped rows once, in blocks of about a MiB on all
 //! cores; what each block is for is the caller's. The search streams the
 //! rows too, but with its own blocks and kernels (see `search`): it takes
-//! only [`block_rows`] from here.
+//! only `block_rows` from here.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64};
