@@ -235,9 +235,17 @@ mod tests {
         let mean: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.3).sin() / 300.0).collect();
         let pc: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.7).cos() / 45.0).collect();
         let build = RowBuild::detect();
+        let bf16 = crate::cpu::coverage::runs("avx512bf16", dpbf16::available());
         let run = |dots: bool, mean: &[f32], pc: &[f32]| {
             let mean = OnceLock::from(Some(Aligned::copy_of(mean)));
-            sums_with(build, dots, &m, &mean, Some(pc), &Progress::hidden())
+            sums_with(
+                build,
+                dots && bf16,
+                &m,
+                &mean,
+                Some(pc),
+                &Progress::hidden(),
+            )
         };
         // Vectors of other values than BF16 ones: the f32 loops, always.
         assert_eq!(bits(&run(true, &mean, &pc)), bits(&run(false, &mean, &pc)));
