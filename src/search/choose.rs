@@ -45,7 +45,8 @@ const TRIAL_MIN_BYTES: usize = 32 << 20;
 /// (see the module docs).
 const SOME: usize = 8;
 
-/// Beyond this many queries, the kernel that wins no longer does.
+/// Beyond this many queries, the kernel that wins is the same on every
+/// CPU measured.
 const MANY: usize = 32;
 
 /// The kernel a search ran, and why it was chosen.

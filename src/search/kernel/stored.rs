@@ -123,9 +123,10 @@ pub(super) fn kind(dtype: Dtype) -> Option<u8> {
 /// dot-style tiles decode its blocks in registers: the same values as
 /// `Matrix::block_into` (see `matrix::quant`), so the same sums as on
 /// the decoded block, without writing it out and reading it back. `Q8_0`
-/// only: one query on a Llama-3-shaped `Q8_0` matrix took 34 ms against 62
-/// ms decoded a block at a time, but `Q4_K` and `Q6_K`, whose scales are
-/// unpacked per 16 values in a tile's column steps, took 1.7–1.9× longer.
+/// only: decoded in registers, one query on a Llama-3-shaped `Q8_0` matrix
+/// takes about half the time it takes decoded a block at a time, but
+/// `Q4_K` and `Q6_K`, whose scales are unpacked per 16 values in a tile's
+/// column steps, take 1.7–1.9× longer, so they are decoded first.
 pub(super) fn quant_kind(dtype: Dtype) -> Option<u8> {
     match dtype {
         Dtype::Q8_0 => Some(Q8_0),
