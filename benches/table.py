@@ -129,7 +129,7 @@ def run(argv, env, sample_rss=False):
 def refill_cache(path):
     """Drops `path` from the page cache and reads it back in, so every
     file's cached pages are in the state one read from disk leaves. (How
-    the pages were cached matters: on the machine of the README's table,
+    the pages were cached matters: on the machine of docs/performance.md,
     mapping a GiB whose pages had been cached in small pieces took 30 ms
     more than mapping one just read back, for the read and the commands
     alike.)"""

@@ -65,7 +65,7 @@ impl Severity {
 pub struct Finding {
     /// How much it matters.
     pub severity: Severity,
-    /// A stable kebab-case code, documented in the README.
+    /// A stable kebab-case code, documented in docs/check.md.
     pub code: &'static str,
     /// One line for a human.
     pub message: String,
