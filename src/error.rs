@@ -19,15 +19,17 @@ pub enum Error {
         /// What the operating system said.
         err: std::io::Error,
     },
-    /// A path given is there but is neither a directory nor a regular file
-    /// (a FIFO, a device, a socket): reading it could block or never end.
-    #[error(
-        "`{}` is not a regular file (a FIFO, device or socket); expected a model directory, a .safetensors file, an .index.json or a .gguf file",
-        path.display()
-    )]
+    /// A path is there but is not a regular file (a FIFO, a device, a
+    /// socket; a directory where a file is read): reading it could block or
+    /// never end, so it is refused before it is opened.
+    #[error("`{}` is not a regular file ({kind}); expected {expected}", path.display())]
     NotRegularFile {
-        /// The path given.
+        /// The path given or read.
         path: PathBuf,
+        /// What it is instead (`a FIFO`, `a character device` ...).
+        kind: &'static str,
+        /// What was expected there.
+        expected: &'static str,
     },
     /// A file was read but its content is not what was expected.
     #[error("`{}`: {msg}", path.display())]
@@ -77,10 +79,14 @@ pub enum Error {
     },
     /// A row id beyond a matrix.
     #[error(
-        "id {id} is out of range: `{tensor}` has {rows} rows (ids 0..={})",
+        "{}id {id} is out of range: `{tensor}` has {rows} rows (ids 0..={})",
+        flag.map_or(String::new(), |f| format!("{f}: ")),
         rows.saturating_sub(1)
     )]
     IdOutOfRange {
+        /// The option the id was given with (`--reference`); `None` for a
+        /// query's id.
+        flag: Option<&'static str>,
         /// The id given.
         id: u64,
         /// The matrix.
@@ -160,11 +166,29 @@ mod tests {
             ),
             (
                 Error::IdOutOfRange {
+                    flag: None,
                     id: 9,
                     tensor: "embed".into(),
                     rows: 4,
                 },
                 "id 9 is out of range: `embed` has 4 rows (ids 0..=3)",
+            ),
+            (
+                Error::IdOutOfRange {
+                    flag: Some("--reference"),
+                    id: 4,
+                    tensor: "w".into(),
+                    rows: 4,
+                },
+                "--reference: id 4 is out of range: `w` has 4 rows (ids 0..=3)",
+            ),
+            (
+                Error::NotRegularFile {
+                    path: "m/config.json".into(),
+                    kind: "a FIFO",
+                    expected: "a JSON file",
+                },
+                "`m/config.json` is not a regular file (a FIFO); expected a JSON file",
             ),
             (
                 Error::UnavailableKernel {

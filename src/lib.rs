@@ -26,6 +26,7 @@ pub mod matrix;
 mod median;
 pub mod progress;
 pub mod query;
+mod regular_file;
 pub mod render;
 pub mod roles;
 mod rows;

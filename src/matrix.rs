@@ -123,12 +123,12 @@ impl<'a> Matrix<'a> {
     pub fn checked_row(&self, id: u64) -> Result<Vec<f32>> {
         match usize::try_from(id) {
             Ok(i) if i < self.rows => Ok(self.row(i)),
-            _ => Err(Error::BadInput(format!(
-                "id {id} is out of range: `{}` has {} rows (ids 0..={})",
-                self.name,
-                self.rows,
-                self.rows.saturating_sub(1)
-            ))),
+            _ => Err(Error::IdOutOfRange {
+                flag: None,
+                id,
+                tensor: self.name.to_string(),
+                rows: self.rows,
+            }),
         }
     }
 
@@ -383,6 +383,20 @@ mod tests {
             Matrix::new("w", &[], Dtype::F32, &[0, 4]).unwrap().rows(),
             0
         );
+    }
+
+    #[test]
+    fn checked_rows_past_the_end_are_ids_out_of_range() {
+        let bytes = [0u8; 8];
+        let m = Matrix::new("w", &bytes, Dtype::F32, &[2, 1]).unwrap();
+        assert_eq!(m.checked_row(1).unwrap(), [0.0]);
+        for id in [2, u64::MAX] {
+            let err = m.checked_row(id).unwrap_err();
+            assert!(
+                matches!(&err, Error::IdOutOfRange { flag: None, id: i, rows: 2, .. } if *i == id),
+                "{err}"
+            );
+        }
     }
 
     #[test]

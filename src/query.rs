@@ -246,11 +246,10 @@ pub fn need_vocab<'v>(
     what: &str,
     instead: &str,
 ) -> Result<&'v Vocab> {
-    vocab.ok_or_else(|| {
-        Error::BadInput(format!(
-            "{what} needs a tokenizer, and there is {}; {instead}",
-            ckpt.no_vocab()
-        ))
+    vocab.ok_or_else(|| Error::NoVocab {
+        what: what.to_string(),
+        missing: ckpt.no_vocab(),
+        instead: instead.to_string(),
     })
 }
 
@@ -297,10 +296,11 @@ pub fn unknown_token(vocab: &Vocab, token: &str) -> Error {
     } else {
         format!("; close entries: {}", close.join(", "))
     };
-    Error::BadInput(format!(
-        "token `{token}` is not in the vocabulary of `{}`{hint}",
-        vocab.file().display()
-    ))
+    Error::UnknownToken {
+        token: token.to_string(),
+        vocab: vocab.file().to_path_buf(),
+        hint,
+    }
 }
 
 #[cfg(test)]

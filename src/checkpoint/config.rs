@@ -50,11 +50,14 @@ impl ModelConfig {
     /// Reads `dir/config.json`, else Mistral's `dir/params.json`; `Ok(None)`
     /// when there is neither.
     pub fn load(dir: &Path) -> Result<Option<ModelConfig>> {
-        let Some(file) = ["config.json", PARAMS_JSON]
-            .map(|name| dir.join(name))
-            .into_iter()
-            .find(|f| f.is_file())
-        else {
+        let mut found = None;
+        for file in ["config.json", PARAMS_JSON].map(|name| dir.join(name)) {
+            if crate::regular_file::found(&file, "a JSON file")?.is_some() {
+                found = Some(file);
+                break;
+            }
+        }
+        let Some(file) = found else {
             return Ok(None);
         };
         let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;

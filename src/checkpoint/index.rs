@@ -19,6 +19,7 @@ pub struct WeightMap {
 
 /// Reads an index and checks that every shard it names exists.
 pub fn read(path: &Path) -> Result<WeightMap> {
+    crate::regular_file::found(path, "a JSON file")?;
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| Error::bad_file(path, format!("not valid JSON ({e})")))?;
@@ -58,7 +59,7 @@ pub fn read(path: &Path) -> Result<WeightMap> {
     let mut shards = Vec::with_capacity(files.len());
     for f in files {
         let p = dir.join(&f);
-        if !p.is_file() {
+        if crate::regular_file::found(&p, "a .safetensors file")?.is_none() {
             return Err(Error::bad_file(
                 path,
                 format!("names shard `{f}`, which does not exist beside it"),

@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use super::hub_cache::{hub_repo, looks_like_hub_id, plain_part};
 use crate::{Error, Result};
 
+/// What MODEL may be, when it is a path.
+const MODEL_KINDS: &str = "a model directory, a .safetensors file, an .index.json or a .gguf file";
+
 /// Where a checkpoint's files are.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sources {
@@ -53,9 +56,11 @@ pub fn locate(model: &str, revision: &str) -> Result<Sources> {
     if path.is_file() {
         return from_file(path);
     }
-    if path.exists() {
+    if let Ok(meta) = std::fs::metadata(path) {
         return Err(Error::NotRegularFile {
             path: path.to_path_buf(),
+            kind: crate::regular_file::kind(&meta),
+            expected: MODEL_KINDS,
         });
     }
     // A Hub id in the cache, or `org/repo:Q4_K_M` as llama.cpp's `-hf`

@@ -413,6 +413,7 @@ fn insert_once(
 /// Maps a file read-only (its header is validated by [`header::parse`] or
 /// [`gguf::read`]).
 fn map_file(path: &Path) -> Result<Mmap> {
+    crate::regular_file::found(path, "a .safetensors or .gguf file")?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the map is read-only and private to this process. If another
     // process truncates the file while we run, reads may fault (SIGBUS); this

@@ -74,13 +74,17 @@ fn forced(available: &[Kernel], what: &str) -> Result<Option<Kernel>> {
     }
     let list: Vec<&str> = available.iter().map(|k| k.name()).collect();
     let list = list.join(", ");
-    Err(Error::BadInput(if Kernel::NAMES.contains(&&*name) {
-        format!(
-            "EMBSCOPE_KERNEL={name} is not available on this CPU for {what} (available: {list})"
-        )
+    Err(if Kernel::NAMES.contains(&&*name) {
+        Error::UnavailableKernel {
+            name: name.into_owned(),
+            what: what.to_string(),
+            available: list,
+        }
     } else {
-        format!("EMBSCOPE_KERNEL={name} is not a kernel (available on this CPU for {what}: {list})")
-    }))
+        Error::BadInput(format!(
+            "EMBSCOPE_KERNEL={name} is not a kernel (available on this CPU for {what}: {list})"
+        ))
+    })
 }
 
 /// Every kernel this CPU runs for `m`, after `EMBSCOPE_CPU_MASK`; an error

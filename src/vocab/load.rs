@@ -56,14 +56,9 @@ impl Vocab {
         preview: Option<&mut dyn FnMut(&Preview)>,
     ) -> Result<Option<Vocab>> {
         let file = dir.join("tokenizer.json");
-        let found = match std::fs::metadata(&file) {
-            Ok(meta) => meta.is_file(),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
-            Err(err) => return Err(Error::io(&file, err)),
-        };
-        let (file, made) = match found {
-            true => (file, None),
-            false => match other_files::convert(dir, config)? {
+        let (file, made) = match crate::regular_file::found(&file, "a JSON file")? {
+            Some(_) => (file, None),
+            None => match other_files::convert(dir, config)? {
                 Some(made) => (made.files[0].clone(), Some(Box::new(made))),
                 None => return Ok(None),
             },

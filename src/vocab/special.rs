@@ -56,10 +56,8 @@ pub(crate) struct Declared {
 
 /// Reads a JSON object file; `Ok(None)` when it does not exist.
 pub(crate) fn read_json_object(path: &Path) -> Result<Option<serde_json::Map<String, Value>>> {
-    let meta = match std::fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(Error::io(path, err)),
+    let Some(meta) = crate::regular_file::found(path, "a JSON file")? else {
+        return Ok(None);
     };
     super::parse::check_size(path, meta.len(), MAX_CONFIG_BYTES)?;
     let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;

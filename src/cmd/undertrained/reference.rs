@@ -27,10 +27,12 @@ pub(crate) fn resolve(
         ReferenceSpec::Auto => Ok(auto(vocab, rows)),
         ReferenceSpec::Ids(ranges) => {
             if let Some(&(_, b)) = ranges.iter().find(|&&(_, b)| b >= rows as u64) {
-                return Err(Error::BadInput(format!(
-                    "--reference: id {b} is out of range: `{name}` has {rows} rows (ids 0..={})",
-                    rows.saturating_sub(1)
-                )));
+                return Err(Error::IdOutOfRange {
+                    flag: Some("--reference"),
+                    id: b,
+                    tensor: name.to_string(),
+                    rows,
+                });
             }
             // In order of their starts, each id listed once: however many
             // ranges repeat, the list stays within the matrix's rows.
@@ -59,9 +61,10 @@ mod tests {
     fn explicit_ids_are_range_checked() {
         let spec = ReferenceSpec::Ids(vec![(3, 4), (1, 1), (4, 4)]);
         assert_eq!(resolve(&spec, None, 5, "w").unwrap().ids, vec![1, 3, 4]);
-        let err = resolve(&spec, None, 4, "w").unwrap_err().to_string();
+        let err = resolve(&spec, None, 4, "w").unwrap_err();
+        assert!(matches!(err, Error::IdOutOfRange { id: 4, .. }), "{err}");
         assert_eq!(
-            err,
+            err.to_string(),
             "--reference: id 4 is out of range: `w` has 4 rows (ids 0..=3)"
         );
     }
