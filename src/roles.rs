@@ -63,6 +63,9 @@ pub enum TieStatus {
     UntiedHeadMissing,
     /// No head at all: an encoder (BERT-style) with no LM head.
     NoHead,
+    /// No tensors at all: a GGUF file that holds a vocabulary only, as
+    /// llama.cpp ships for its tokenizer tests (`ggml-vocab-*.gguf`).
+    VocabOnly,
 }
 
 impl TieStatus {
@@ -76,6 +79,7 @@ impl TieStatus {
                 "untied by config, but no head is stored: a random head would be loaded"
             }
             TieStatus::NoHead => "no head (encoder without an LM head)",
+            TieStatus::VocabOnly => "none: the file holds a vocabulary only (no tensors)",
         }
     }
 }
@@ -130,6 +134,9 @@ impl Roles {
             c.architectures.is_empty() || c.architectures.iter().any(|a| is_lm_architecture(a))
         });
         let status = match (&head, resolved) {
+            _ if ckpt.format == WeightFormat::Gguf && ckpt.tensors.is_empty() => {
+                TieStatus::VocabOnly
+            }
             (Some(_), true) => TieStatus::TiedHeadStored,
             (Some(_), false) => TieStatus::Untied,
             (None, _) if !is_lm => TieStatus::NoHead,
@@ -165,11 +172,15 @@ impl Roles {
     /// The tensor a command works on for `--matrix`. The head of a tied
     /// model is its embedding.
     pub fn matrix<'c>(&self, ckpt: &'c Checkpoint, which: Which) -> Result<&'c TensorEntry> {
+        self.need_tensors(ckpt)?;
+        let missing = |what: String| Error::NoMatrix {
+            model: ckpt.model.clone(),
+            what,
+        };
         let name = match which {
             Which::Embed => self.embedding.as_ref().map(|c| &c.name).ok_or_else(|| {
-                Error::BadInput(format!(
-                    "`{}`: no input embedding found among {} tensors (looked for names ending in {})",
-                    ckpt.model,
+                missing(format!(
+                    ": no input embedding found among {} tensors (looked for names ending in {})",
                     ckpt.tensors.len(),
                     EMBEDDING_NAMES.join(", ")
                 ))
@@ -178,21 +189,33 @@ impl Roles {
                 (Some(h), _) => &h.name,
                 (None, TieStatus::Tied) => return self.matrix(ckpt, Which::Embed),
                 (None, TieStatus::NoHead) => {
-                    return Err(Error::BadInput(format!(
-                        "`{}` has no output head (an encoder without an LM head); use --matrix embed",
-                        ckpt.model
-                    )));
+                    return Err(missing(
+                        " has no output head (an encoder without an LM head); use --matrix embed"
+                            .into(),
+                    ));
                 }
                 (None, status) => {
-                    return Err(Error::BadInput(format!(
-                        "`{}` has no output head to read: {}",
-                        ckpt.model,
+                    return Err(missing(format!(
+                        " has no output head to read: {}",
                         status.describe()
                     )));
                 }
             },
         };
         Ok(&ckpt.tensors[name])
+    }
+
+    /// An error for a file that holds a vocabulary only, for the commands
+    /// that read a matrix (and `check`, which audits one): there is none,
+    /// and no finding about it would help.
+    pub fn need_tensors(&self, ckpt: &Checkpoint) -> Result<()> {
+        if self.tie.status != TieStatus::VocabOnly {
+            return Ok(());
+        }
+        Err(Error::NoMatrix {
+            model: ckpt.model.clone(),
+            what: " holds a vocabulary only (a GGUF file with no tensors), so there is no matrix to read; `embscope info` shows its tokenizer".into(),
+        })
     }
 }
 

@@ -26,3 +26,4 @@ mod tensors;
 mod tokenizer_fuzz;
 mod trust;
 mod undertrained;
+mod vocab_only;

@@ -47,6 +47,10 @@ const BROKEN: &[(&str, &str)] = &[
     ),
     ("truncated-header.gguf", "need at least 24 bytes; 6 left"),
     (
+        "no-data.gguf",
+        "tensor data starts at byte 96, beyond the end of the file (81 bytes); truncated?",
+    ),
+    (
         "truncated.gguf",
         "reaches beyond the end of the file (1020 bytes); truncated?",
     ),

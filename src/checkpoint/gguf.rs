@@ -82,7 +82,10 @@ pub fn read(path: &Path, file: &[u8]) -> Result<Gguf> {
     let alignment = pre.alignment;
     let data_start = content.tensor_data_offset;
     let file_len = file.len() as u64;
-    if data_start > file_len {
+    // A file of no tensors (llama.cpp's vocabulary-only `ggml-vocab-*.gguf`)
+    // has no data section, and its writers end it with the metadata,
+    // unpadded: only a file that claims tensors needs their data.
+    if pre.tensor_count > 0 && data_start > file_len {
         return Err(bad(format!(
             "tensor data starts at byte {data_start}, beyond the end of the file ({file_len} bytes); truncated?"
         )));

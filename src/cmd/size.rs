@@ -151,7 +151,7 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, scenario: &Scenario) -> Result<Size
     let (head_params, head_bytes) = head.map_or((0, 0), |t| (t.params(), t.bytes()));
     let vocab_params = embedding_params + head_params;
     let tied = head.is_none();
-    let tying = if roles.tie.status == TieStatus::NoHead {
+    let tying = if matches!(roles.tie.status, TieStatus::NoHead | TieStatus::VocabOnly) {
         None
     } else if tied {
         let untied_total = total_bytes + embedding_bytes;
@@ -171,11 +171,10 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, scenario: &Scenario) -> Result<Size
     };
 
     let what_if = if scenario.is_asked() {
-        let emb = emb.ok_or_else(|| {
-            Error::BadInput(format!(
-                "`{}`: no input embedding found, so there is nothing to vary",
-                ckpt.model
-            ))
+        roles.need_tensors(ckpt)?;
+        let emb = emb.ok_or_else(|| Error::NoMatrix {
+            model: ckpt.model.clone(),
+            what: ": no input embedding found, so there is nothing to vary".into(),
         })?;
         let dtype = scenario.dtype;
         let vocab = scenario.vocab.unwrap_or(emb.shape[0] as u64);

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::{Human, Style, bytes, count, field, file_name, plural, shape};
 use crate::checkpoint::WeightFormat;
 use crate::cmd::info::{InfoReport, RoleTensor, UNREAD};
+use crate::roles::TieStatus;
 
 impl Human for InfoReport {
     fn human(&self, style: &Style) -> String {
@@ -71,6 +72,7 @@ impl Human for InfoReport {
             .config
             .map_or_else(|| "absent".to_string(), |b| b.to_string());
         let mut tie = match self.format {
+            _ if self.tie.status == TieStatus::VocabOnly => self.tie.status.describe().to_string(),
             WeightFormat::Gguf => format!(
                 "{}; GGUF has no tie flag (tied when no `output.weight` is stored)",
                 self.tie.status.describe()

@@ -5,7 +5,7 @@ use crate::cmd::tensors::TensorsReport;
 
 impl Human for TensorsReport {
     fn human(&self, style: &Style) -> String {
-        if self.tensors.is_empty() {
+        if self.tensors.is_empty() && self.total > 0 {
             // Nothing matched: stdout stays empty, as with `rg`; the
             // message is on stderr.
             return String::new();
@@ -24,11 +24,15 @@ impl Human for TensorsReport {
                 ]
             })
             .collect();
-        let mut out = table(
-            &["name", "dtype", "shape", "params", "bytes", "file"],
-            &[3, 4],
-            rows,
-        );
+        // A file of no tensors (a vocabulary only) shows its totals alone.
+        let mut out = match self.total {
+            0 => String::new(),
+            _ => table(
+                &["name", "dtype", "shape", "params", "bytes", "file"],
+                &[3, 4],
+                rows,
+            ),
+        };
         out.push_str(&style.dim(&format!(
             "{}, {} parameters, {}\n",
             plural(self.count, "tensor"),

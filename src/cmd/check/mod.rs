@@ -371,6 +371,7 @@ pub fn run<E: From<Error> + Send>(
     early: impl FnOnce(&[&Finding]) -> std::result::Result<(), E> + Send,
     show: impl FnOnce(&CheckReport) -> std::result::Result<(), E>,
 ) -> std::result::Result<CheckReport, E> {
+    roles.need_tensors(ckpt)?;
     let pass = ValuePass::new(ckpt, roles);
     let progress = Progress::new(progress, pass.rows(), &pass.label());
     // Kept outside the task: the check borrows it.
