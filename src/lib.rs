@@ -13,7 +13,9 @@
 //! [`cli`] parses the command line with clap and resolves it once into the
 //! plain requests these modules take, so nothing below it knows clap;
 //! [`usage`] holds its conventions (value parsers, one-line argument
-//! errors).
+//! errors). Both readers of files, [`checkpoint`] and [`vocab`], open
+//! only regular files (`regular_file`) and map them through `mapped`,
+//! which turns a read of a file truncated meanwhile into a one-line error.
 
 mod aligned;
 pub mod checkpoint;
@@ -22,6 +24,7 @@ pub mod cmd;
 mod cpu;
 pub mod dtype;
 pub mod error;
+mod mapped;
 pub mod matrix;
 mod median;
 pub mod progress;

@@ -21,6 +21,7 @@ mod older_files;
 mod ollama;
 mod regenerate;
 mod safetensors_fuzz;
+mod sigbus;
 mod size;
 mod tensors;
 mod tokenizer_fuzz;

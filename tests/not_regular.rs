@@ -30,10 +30,7 @@ fn names_the_fifo(args: &[&str], path: &Path) {
     let err = String::from_utf8_lossy(&out.stderr);
     let said = format!("`{}` is not a regular file (a FIFO)", path.display());
     assert!(err.contains(&said), "{args:?}: {err}");
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "{args:?}: {err}"
-    );
+    assert!(matches!(out.status.code(), Some(0..=2)), "{args:?}: {err}");
     if out.status.code() == Some(2) {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }

@@ -38,12 +38,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file::Value as GgufValue;
-use memmap2::Mmap;
 
 pub use config::ModelConfig;
 pub use locate::{HubSnapshot, Sources};
 
 use crate::dtype::Dtype;
+use crate::mapped::Mapped;
 use crate::matrix::Matrix;
 use crate::{Error, Result};
 
@@ -53,7 +53,7 @@ pub struct Shard {
     /// The file.
     pub path: PathBuf,
     /// Its bytes, mapped read-only.
-    pub map: Mmap,
+    pub map: Mapped,
     /// Number of tensors in this file.
     pub tensor_count: usize,
 }
@@ -411,13 +411,10 @@ fn insert_once(
 }
 
 /// Maps a file read-only (its header is validated by [`header::parse`] or
-/// [`gguf::read`]).
-fn map_file(path: &Path) -> Result<Mmap> {
+/// [`gguf::read`]); a file truncated while it is mapped is reported as
+/// such (see `mapped`).
+fn map_file(path: &Path) -> Result<Mapped> {
     crate::regular_file::found(path, "a .safetensors or .gguf file")?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    // SAFETY: the map is read-only and private to this process. If another
-    // process truncates the file while we run, reads may fault (SIGBUS); this
-    // is the accepted contract of memory-mapped model loaders (safetensors,
-    // candle) and the reason files are opened read-only and never written.
-    unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+    Mapped::map(path, &file).map_err(|e| Error::io(path, e))
 }

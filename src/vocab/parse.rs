@@ -119,7 +119,7 @@ impl<'de> Visitor<'de> for VocabVisitor {
 /// The bytes of a tokenizer.json: the mapped file, or one made in memory
 /// from older tokenizer files (see `other_files`).
 pub(crate) enum Bytes {
-    Mapped(memmap2::Mmap),
+    Mapped(crate::mapped::Mapped),
     Made(Arc<[u8]>),
 }
 
@@ -180,11 +180,10 @@ pub(crate) fn read(
     let meta = std::fs::metadata(path).map_err(|err| Error::io(path, err))?;
     check_size(path, meta.len(), MAX_TOKENIZER_BYTES)?;
     let file = std::fs::File::open(path).map_err(|err| Error::io(path, err))?;
-    // SAFETY: read-only and private, as the checkpoint's shards: if another
-    // process truncates the file while we parse, reads may fault (SIGBUS),
-    // the accepted contract of memory-mapped loaders. Mapping instead of
-    // reading saves copying the file and a quarter of the load time.
-    let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|err| Error::io(path, err))?;
+    // Mapping instead of reading saves copying the file and a quarter of
+    // the load time; a file truncated while it is parsed is reported as
+    // such (see `mapped`).
+    let bytes = crate::mapped::Mapped::map(path, &file).map_err(|err| Error::io(path, err))?;
     read_bytes(path, Bytes::Mapped(bytes), keep, preview)
 }
 
