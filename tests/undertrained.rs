@@ -391,6 +391,23 @@ fn verbose_names_each_stage_with_its_time() {
 }
 
 #[test]
+fn the_component_note_is_for_verbose_runs_and_the_json() {
+    // The fixture's head has no direction that stands out (see
+    // `json_has_every_field`): the note on it is about the method.
+    let model = fixture("untrained");
+    let said = "no direction of `lm_head.weight` stands out";
+    let stderr = |args: &[&str]| {
+        let out = embscope().args(args).output().expect("runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let plain = stderr(&["--no-progress", "undertrained", &model]);
+    assert!(!plain.contains(said), "{plain}");
+    let verbose = stderr(&["-v", "--no-progress", "undertrained", &model]);
+    assert!(verbose.contains(&format!("note: {said}")), "{verbose}");
+}
+
+#[test]
 fn any_top_lists_every_scored_row() {
     // A `--top` past the rows lists them all (it once sized a buffer).
     let v = json(&[

@@ -110,7 +110,10 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
                 })
             };
             let report = undertrained::run_loading(&ckpt, &roles, load, request)?;
-            print_notes(out, &report.notes);
+            let notes = (report.notes.iter())
+                .filter(|n| out.verbose || !n.detail)
+                .map(|n| n.text.clone());
+            print_notes(out, &notes.collect::<Vec<_>>());
             if out.verbose {
                 for s in &report.stages {
                     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;

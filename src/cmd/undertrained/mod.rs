@@ -156,10 +156,27 @@ pub struct UndertrainedReport {
     /// The best-ranked rows, `--top` of them.
     pub candidates: Vec<Candidate>,
     /// What the reader should know about how the scores were made.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     /// How long each stage took (not in the JSON: it varies run to run).
     #[serde(skip)]
     pub stages: Vec<Stage>,
+}
+
+/// A note of the report; in the JSON, its text.
+#[derive(Debug, Clone)]
+pub struct Note {
+    /// What the reader should know.
+    pub text: String,
+    /// About the method at work rather than what it found (how the
+    /// principal component came out): for a reader who asked for detail
+    /// (`-v`).
+    pub detail: bool,
+}
+
+impl Serialize for Note {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
 }
 
 /// Runs the analysis, loading the vocabulary with `load` while the first
@@ -242,11 +259,20 @@ pub fn run_loading<E: From<Error> + Send>(
         });
     }
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
+    let mut notes: Vec<Note> = (notes.into_iter())
+        .map(|text| Note {
+            text,
+            detail: false,
+        })
+        .collect();
     if let Some(h) = head.as_ref().filter(|_| component_within_noise) {
-        notes.push(format!(
-            "no direction of `{}` stands out: along the top one of its {component_rows}-row sample the variance is within what evenly spread rows reach by chance, so the principal component removed (after {component_iterations} iterations) is one of many of about equal variance and changes the cosines little",
-            h.name()
-        ));
+        notes.push(Note {
+            text: format!(
+                "no direction of `{}` stands out: along the top one of its {component_rows}-row sample the variance is within what evenly spread rows reach by chance, so the principal component removed (after {component_iterations} iterations) is one of many of about equal variance and changes the cosines little",
+                h.name()
+            ),
+            detail: true,
+        });
     }
     let ranked = clock.time("scores", || rank(&ind, rows, req.top));
     // The pages are let go on all cores while the reachability test (one
