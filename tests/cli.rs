@@ -16,6 +16,7 @@ mod kernels;
 mod lookup;
 mod mistral_layout;
 mod neighbors;
+mod neighbors_batch;
 mod not_regular;
 mod older_files;
 mod ollama;

@@ -344,10 +344,46 @@ fn bad_queries() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["k"], 341);
     assert_eq!(v["queries"][0]["results"].as_array().unwrap().len(), 340);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "-k 1000 is more than the 341 candidate rows; showing 340: all but the query's own rows"
+    ));
+}
+
+#[test]
+fn a_k_past_the_candidates_says_what_is_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = special_rows(tmp.path());
+    let note = |args: &[&str]| {
+        let out = embscope().args(args).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    // Six rows: the query's own row 1 and the NaN row 3 are not shown.
+    let err = note(&["neighbors", &m, "#1", "-k", "99999999"]);
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("-k 1000 is more than the 341 candidate rows")
+        err.contains("-k 99999999 is more than the 6 candidate rows; showing 4: all but the query's own rows and those that are not finite"),
+        "{err}"
     );
+    let err = note(&["neighbors", &m, "#1", "-k", "50", "--include-query"]);
+    assert!(
+        err.contains("showing 5: all but the rows that are not finite, which have no score"),
+        "{err}"
+    );
+    let err = note(&["neighbors", &m, "#1", "#0 + #4", "-k", "50"]);
+    assert!(err.contains("showing 3 to 4 per query"), "{err}");
+}
+
+#[test]
+fn dot_scores_show_the_decimals_that_tell_ranks_apart() {
+    // The query row 0 is [1, 0]: each dot product is a row's first value.
+    let tmp = tempfile::tempdir().unwrap();
+    let values = [1.0, 0.0, 0.03844, 1.0, 0.03843, 1.0, 0.0384, 1.0, 0.5, 1.0];
+    let m = write_f32_embedding(&tmp.path().join("m.safetensors"), 2, &values);
+    let out = crate::common::text(&["neighbors", &m, "#0", "--metric", "dot", "-k", "4"], 0);
+    let shown: Vec<&str> = (out.lines().skip(2))
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(shown, ["0.50000", "0.03844", "0.03843", "0.03840"], "{out}");
 }
 
 #[test]

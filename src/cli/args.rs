@@ -267,7 +267,9 @@ pub struct NeighborsArgs {
     /// A text whose token rows are averaged into one query (repeatable).
     #[arg(long, value_name = "STR")]
     pub text: Vec<String>,
-    /// A file of queries, one per line.
+    /// A file of queries, one per line (`-`: standard input). A line that
+    /// cannot be answered is said on stderr with its number, the others
+    /// are answered, and the exit code is 2.
     #[arg(long, value_name = "FILE")]
     pub batch: Option<PathBuf>,
     /// Results per query.

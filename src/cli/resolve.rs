@@ -130,10 +130,19 @@ pub struct Neighbors {
     /// The queries of the command line and the search's settings; the
     /// queries of `batch` join them once the model is open.
     pub request: neighbors::Request,
-    /// A file of queries, one per line.
-    pub batch: Option<PathBuf>,
+    /// Where `--batch` reads its queries, one a line.
+    pub batch: Option<BatchSource>,
     /// The matrix searched.
     pub matrix: Which,
+}
+
+/// Where `--batch` reads.
+#[derive(Debug, PartialEq)]
+pub enum BatchSource {
+    /// `-`: standard input.
+    Stdin,
+    /// A file (a named pipe too, as `<(…)` gives).
+    File(PathBuf),
 }
 
 /// Resolves the parsed command line.
@@ -250,8 +259,12 @@ fn neighbors(args: NeighborsArgs, out: &Out) -> Neighbors {
             include_query: args.include_query,
             filters: args.filter.into_iter().map(Into::into).collect(),
             progress: out.progress,
+            batch: None,
         },
-        batch: args.batch,
+        batch: args.batch.map(|path| match path.to_str() {
+            Some("-") => BatchSource::Stdin,
+            _ => BatchSource::File(path),
+        }),
         matrix: args.matrix.into(),
     }
 }

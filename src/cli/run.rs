@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::checkpoint::locate::locate;
 use crate::checkpoint::{Checkpoint, Faults, WeightFormat};
 use crate::cmd::lookup::Query;
-use crate::cmd::neighbors::{self, QuerySpec};
+use crate::cmd::neighbors::{self, Batch, QuerySpec};
 use crate::cmd::{self, check, undertrained};
 use crate::render;
 use crate::roles::Roles;
@@ -18,7 +18,7 @@ use crate::vocab::{Preview, Vocab};
 use crate::{Error, Result};
 
 use super::pages;
-use super::resolve::{Config, Lookup, Neighbors, Out, Task};
+use super::resolve::{BatchSource, Config, Lookup, Neighbors, Out, Task};
 use crate::usage;
 
 /// Why a run stopped early.
@@ -78,7 +78,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             emit(&cmd::size::run(&ckpt, &roles, scenario)?, out)?;
         }
         Task::Lookup(l) => lookup(l, config)?,
-        Task::Neighbors(n) => neighbors(n, config)?,
+        Task::Neighbors(n) => return neighbors(n, config),
         Task::Check { model, fail_on } => {
             let (ckpt, mut roles) = open_with(model, config, Faults::Record)?;
             roles.compare_head(&ckpt);
@@ -226,7 +226,10 @@ fn lookup(l: &Lookup, config: &Config) -> std::result::Result<(), Stop> {
     }
 }
 
-fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<(), Stop> {
+/// `neighbors`; its exit code is 2 when a line of `--batch` could not be
+/// answered (each is said on stderr with its number, and the others are
+/// answered), as a tool that skips an unreadable input ends.
+fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<u8, Stop> {
     let (ckpt, roles) = open(&n.model, config).map_err(|e| {
         let later: Vec<String> = n
             .request
@@ -240,9 +243,11 @@ fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<(), Stop> {
         usage::swapped_model("neighbors", &n.model, &later, "QUERY...").map_or(e, Error::BadInput)
     })?;
     let mut req = n.request.clone();
-    if let Some(path) = &n.batch {
-        req.queries.extend(neighbors::read_batch(path)?);
-    }
+    req.batch = match &n.batch {
+        None => None,
+        Some(BatchSource::Stdin) => Some(Batch::read("standard input", io::stdin().lock())?),
+        Some(BatchSource::File(path)) => Some(Batch::read_file(path)?),
+    };
     let report = if req.needs_vocab() {
         let vocab = load_vocab(&ckpt)?;
         neighbors::run(&ckpt, &roles, vocab.as_ref(), n.matrix, &req)?
@@ -264,10 +269,17 @@ fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<(), Stop> {
     };
     let out = &config.out;
     print_notes(out, &report.notes);
-    if out.verbose {
-        let kernel = &report.kernel;
+    if let (true, Some(kernel)) = (out.verbose, &report.kernel) {
         eprintln!("kernel: {} ({})", kernel.name, kernel.reason);
     }
+    if let Some(batch) = &req.batch {
+        for e in &report.errors {
+            eprintln!(
+                "embscope: line {} of {}: {}",
+                e.line, batch.source, e.message
+            );
+        }
+    }
     emit(&report, out)?;
-    Ok(())
+    Ok(if report.errors.is_empty() { 0 } else { 2 })
 }

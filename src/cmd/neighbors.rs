@@ -1,6 +1,11 @@
 //! `neighbors`: the rows nearest a query (cosine or dot), exact, for many
 //! queries in one pass over the matrix. Queries are vocabulary entries,
-//! `#ID`s, expressions `king - man + woman`, or mean-pooled texts.
+//! `#ID`s, expressions `king - man + woman`, or mean-pooled texts; a batch
+//! of them is read one a line, and a line that cannot be answered is
+//! reported with its number while the others are answered.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -30,8 +35,13 @@ pub enum Filter {
 /// What the search is asked.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// The queries, answered in one pass.
+    /// The queries, answered in one pass; one that cannot be answered
+    /// stops the search.
     pub queries: Vec<QuerySpec>,
+    /// Queries read from a file, answered after `queries` in the same
+    /// pass; a line that cannot be answered is reported in
+    /// [`NeighborsReport::errors`] and the others are still answered.
+    pub batch: Option<Batch>,
     /// Results per query.
     pub k: usize,
     /// Cosine or dot.
@@ -50,7 +60,54 @@ impl Request {
     /// can start while the tokenizer loads, and tokens are named after it
     /// ([`NeighborsReport::name_tokens`]).
     pub fn needs_vocab(&self) -> bool {
-        !self.filters.is_empty() || self.queries.iter().any(QuerySpec::needs_vocab)
+        let lines = self.batch.iter().flat_map(|b| &b.lines);
+        !self.filters.is_empty()
+            || self.queries.iter().any(QuerySpec::needs_vocab)
+            || lines.map(|(_, q)| q).any(QuerySpec::needs_vocab)
+    }
+}
+
+/// Queries read one a line (`--batch`).
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// Where they were read, as messages name it (`queries.txt`,
+    /// `standard input`).
+    pub source: String,
+    /// Each query with its line number (from 1); blank lines are left out.
+    pub lines: Vec<(usize, QuerySpec)>,
+    /// The lines that are no text (not UTF-8), reported as they are read.
+    pub unread: Vec<LineError>,
+}
+
+impl Batch {
+    /// Reads the file at `path`, named in messages as given.
+    pub fn read_file(path: &Path) -> Result<Batch> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        Batch::read(&path.display().to_string(), file)
+    }
+
+    /// Reads `reader` to its end, one query a line, naming it `source`.
+    pub fn read(source: &str, reader: impl Read) -> Result<Batch> {
+        let mut batch = Batch {
+            source: source.to_string(),
+            lines: Vec::new(),
+            unread: Vec::new(),
+        };
+        for (i, line) in BufReader::new(reader).split(b'\n').enumerate() {
+            let line = line.map_err(|e| Error::io(Path::new(source), e))?;
+            match std::str::from_utf8(&line) {
+                Ok(text) if text.trim().is_empty() => {}
+                Ok(text) => batch
+                    .lines
+                    .push((i + 1, QuerySpec::Expr(text.trim().to_string()))),
+                Err(e) => batch.unread.push(LineError {
+                    line: i + 1,
+                    query: String::from_utf8_lossy(&line).trim().to_string(),
+                    message: format!("not UTF-8 text (byte {} of the line)", e.valid_up_to() + 1),
+                }),
+            }
+        }
+        Ok(batch)
     }
 }
 
@@ -65,12 +122,17 @@ pub struct NeighborsReport {
     pub metric: &'static str,
     /// Results per query (after clamping).
     pub k: usize,
-    /// One answer per query, in order.
+    /// One answer per query, in order (a batch's lines that could not be
+    /// answered left out).
     pub queries: Vec<Answer>,
+    /// The lines of a batch that could not be answered, in order.
+    pub errors: Vec<LineError>,
     /// How words were resolved, clamps and other notes.
     pub notes: Vec<String>,
-    /// The search kernel that ran, and why (results do not depend on it).
-    pub kernel: KernelChoice,
+    /// The search kernel that ran, and why (results do not depend on it);
+    /// null when no query was left to scan for (every line of a batch
+    /// failed).
+    pub kernel: Option<KernelChoice>,
 }
 
 /// The answer to one query.
@@ -86,6 +148,17 @@ pub struct Answer {
     pub terms: Vec<Term>,
     /// The nearest rows, best first.
     pub results: Vec<Neighbor>,
+}
+
+/// A line of a batch that could not be answered.
+#[derive(Debug, Clone, Serialize)]
+pub struct LineError {
+    /// Its number, from 1.
+    pub line: usize,
+    /// The line as read, without surrounding whitespace.
+    pub query: String,
+    /// Why it could not be answered, in one line.
+    pub message: String,
 }
 
 /// One result row.
@@ -125,7 +198,8 @@ pub fn run(
     if req.k == 0 {
         return Err(Error::BadInput("-k must be at least 1".into()));
     }
-    if req.queries.is_empty() {
+    let batch = req.batch.as_ref();
+    if req.queries.is_empty() && batch.is_none_or(|b| b.lines.is_empty() && b.unread.is_empty()) {
         return Err(Error::BadInput(
             "no query: give a token, #ID, an expression such as \"king - man + woman\", --text or --batch".into(),
         ));
@@ -133,49 +207,61 @@ pub fn run(
     let t = roles.matrix(ckpt, which)?;
     let m = ckpt.matrix(t)?;
     let mut notes = Vec::new();
-    let mut terms = Vec::with_capacity(req.queries.len());
-    let mut vectors = Vec::with_capacity(req.queries.len());
+    let mut asked = Vec::new();
     for q in &req.queries {
-        let q = query::resolve(ckpt, &m, vocab, q, &mut notes)?;
-        terms.push(q.terms);
-        vectors.push(q.vector);
+        asked.push((q, query::resolve(ckpt, &m, vocab, q, &mut notes)?));
     }
+    let mut errors = batch.map_or_else(Vec::new, |b| b.unread.clone());
+    for (line, q) in batch.iter().flat_map(|b| &b.lines) {
+        match query::resolve(ckpt, &m, vocab, q, &mut notes) {
+            Ok(resolved) => asked.push((q, resolved)),
+            Err(e) if of_the_query(&e) => errors.push(LineError {
+                line: *line,
+                query: shown(q),
+                message: e.to_string(),
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    errors.sort_by_key(|e| e.line);
     let mask = build_mask(ckpt, &m, vocab, &req.filters)?;
     let candidates = mask
         .as_ref()
         .map_or(m.rows(), |mk| mk.iter().filter(|&&b| b).count());
-    let mut k = req.k;
-    if k > candidates {
-        notes.push(format!(
-            "-k {} is more than the {candidates} candidate rows; showing {candidates}",
-            req.k
-        ));
-        k = candidates;
-    }
+    let k = req.k.min(candidates);
     let exclude_max = if req.include_query {
         0
     } else {
-        terms.iter().map(|t| own_ids(t).len()).max().unwrap_or(0)
+        (asked.iter())
+            .map(|(_, r)| own_ids(&r.terms).len())
+            .max()
+            .unwrap_or(0)
     };
-    let progress = Progress::new(req.progress, m.rows() as u64, "scanning");
-    let found = search::top_k(
-        &m,
-        &vectors,
-        k + exclude_max,
-        req.metric,
-        mask.as_deref(),
-        &progress,
-    )?;
+    let vectors: Vec<Vec<f32>> = asked.iter().map(|(_, r)| r.vector.clone()).collect();
+    let found = match vectors.is_empty() {
+        true => None,
+        false => {
+            let progress = Progress::new(req.progress, m.rows() as u64, "scanning");
+            let found = search::top_k(
+                &m,
+                &vectors,
+                k + exclude_max,
+                req.metric,
+                mask.as_deref(),
+                &progress,
+            )?;
+            Some(found)
+        }
+    };
+    let (lists, kernel) = found.map_or((Vec::new(), None), |f| (f.lists, Some(f.kernel)));
     // Nothing reads the matrix again: its mapped pages are let go on all
     // cores now rather than by one thread at exit.
     ckpt.release(&[t]);
-    let queries = req
-        .queries
-        .iter()
-        .zip(terms)
-        .zip(found.lists)
-        .map(|((spec, terms), hits)| {
-            let own = own_ids(&terms);
+    let queries: Vec<Answer> = asked
+        .into_iter()
+        .zip(lists)
+        .map(|((spec, resolved), hits)| {
+            let own = own_ids(&resolved.terms);
             let results = hits
                 .into_iter()
                 .filter(|h: &Hit| req.include_query || !own.contains(&h.id))
@@ -189,17 +275,25 @@ pub fn run(
                 })
                 .collect();
             Answer {
-                query: match spec {
-                    QuerySpec::Expr(s) => s.clone(),
-                    QuerySpec::Text(s) => format!("--text {s:?}"),
-                },
+                query: shown(spec),
                 tokens: vec![None; own.len()],
                 ids: own,
-                terms,
+                terms: resolved.terms,
                 results,
             }
         })
         .collect();
+    if req.k > candidates {
+        // The query's own rows among the candidates are left out.
+        let is_candidate = |id: &&u32| mask.as_ref().is_none_or(|mk| mk[**id as usize]);
+        let own = |a: &Answer| match req.include_query {
+            true => 0,
+            false => a.ids.iter().filter(is_candidate).count(),
+        };
+        let counts: Vec<(usize, usize)> =
+            queries.iter().map(|a| (a.results.len(), own(a))).collect();
+        notes.push(clamp_note(req.k, candidates, &counts));
+    }
     let mut report = NeighborsReport {
         matrix: t.name.clone(),
         role: which,
@@ -209,8 +303,9 @@ pub fn run(
         },
         k,
         queries,
+        errors,
         notes,
-        kernel: found.kernel,
+        kernel,
     };
     if let Some(v) = vocab {
         report.name_tokens(v);
@@ -218,16 +313,48 @@ pub fn run(
     Ok(report)
 }
 
-/// Reads `--batch FILE`: one query per line (token, `#ID` or expression);
-/// blank lines are skipped.
-pub fn read_batch(path: &std::path::Path) -> Result<Vec<QuerySpec>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| QuerySpec::Expr(l.to_string()))
-        .collect())
+/// Whether `e` is the fault of the query alone (a malformed expression,
+/// an unknown token, an id beyond the matrix, a text the tokenizer cannot
+/// encode), so that a batch goes on without it; anything else (no
+/// tokenizer, a broken file) would fail every line alike.
+fn of_the_query(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::BadInput(_)
+            | Error::UnknownToken { .. }
+            | Error::IdOutOfRange { .. }
+            | Error::CannotEncode { .. }
+    )
+}
+
+/// A query as answers and errors show it.
+fn shown(q: &QuerySpec) -> String {
+    match q {
+        QuerySpec::Expr(s) => s.clone(),
+        QuerySpec::Text(s) => format!("--text {s:?}"),
+    }
+}
+
+/// The note on `-k asked` beyond the `candidates` rows: how many rows the
+/// answers show, each given as (rows shown, own rows left out), and why
+/// fewer than the candidates: a query's own rows are left out, and a row
+/// that is not finite has no score and never ranks.
+fn clamp_note(asked: usize, candidates: usize, answers: &[(usize, usize)]) -> String {
+    let shown = answers.iter().map(|&(n, _)| n);
+    let showing = match (shown.clone().min(), shown.max()) {
+        (Some(a), Some(b)) if a != b => format!("{a} to {b} per query"),
+        (Some(a), _) => a.to_string(),
+        _ => candidates.to_string(),
+    };
+    let own = answers.iter().any(|&(_, own)| own > 0);
+    let unscored = answers.iter().any(|&(n, own)| n + own < candidates);
+    let why = match (own, unscored) {
+        (false, false) => "",
+        (true, false) => ": all but the query's own rows",
+        (false, true) => ": all but the rows that are not finite, which have no score",
+        (true, true) => ": all but the query's own rows and those that are not finite",
+    };
+    format!("-k {asked} is more than the {candidates} candidate rows; showing {showing}{why}")
 }
 
 /// Every id the query is made of, once, in order.
