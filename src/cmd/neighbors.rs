@@ -217,7 +217,7 @@ pub fn run(
             Ok(resolved) => asked.push((q, resolved)),
             Err(e) if of_the_query(&e) => errors.push(LineError {
                 line: *line,
-                query: shown(q),
+                query: query_text(q),
                 message: e.to_string(),
             }),
             Err(e) => return Err(e),
@@ -275,7 +275,7 @@ pub fn run(
                 })
                 .collect();
             Answer {
-                query: shown(spec),
+                query: query_text(spec),
                 tokens: vec![None; own.len()],
                 ids: own,
                 terms: resolved.terms,
@@ -328,7 +328,7 @@ fn of_the_query(e: &Error) -> bool {
 }
 
 /// A query as answers and errors show it.
-fn shown(q: &QuerySpec) -> String {
+fn query_text(q: &QuerySpec) -> String {
     match q {
         QuerySpec::Expr(s) => s.clone(),
         QuerySpec::Text(s) => format!("--text {s:?}"),
