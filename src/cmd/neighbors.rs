@@ -207,14 +207,20 @@ pub fn run(
     let t = roles.matrix(ckpt, which)?;
     let m = ckpt.matrix(t)?;
     let mut notes = Vec::new();
-    let mut asked = Vec::new();
+    // The queries answered, with their terms, and their vectors apart for
+    // the search.
+    let (mut asked, mut vectors) = (Vec::new(), Vec::new());
+    let mut answer = |q, resolved: query::Resolved| {
+        asked.push((q, resolved.terms));
+        vectors.push(resolved.vector);
+    };
     for q in &req.queries {
-        asked.push((q, query::resolve(ckpt, &m, vocab, q, &mut notes)?));
+        answer(q, query::resolve(ckpt, &m, vocab, q, &mut notes)?);
     }
     let mut errors = batch.map_or_else(Vec::new, |b| b.unread.clone());
     for (line, q) in batch.iter().flat_map(|b| &b.lines) {
         match query::resolve(ckpt, &m, vocab, q, &mut notes) {
-            Ok(resolved) => asked.push((q, resolved)),
+            Ok(resolved) => answer(q, resolved),
             Err(e) if of_the_query(&e) => errors.push(LineError {
                 line: *line,
                 query: query_text(q),
@@ -233,11 +239,10 @@ pub fn run(
         0
     } else {
         (asked.iter())
-            .map(|(_, r)| own_ids(&r.terms).len())
+            .map(|(_, terms)| own_ids(terms).len())
             .max()
             .unwrap_or(0)
     };
-    let vectors: Vec<Vec<f32>> = asked.iter().map(|(_, r)| r.vector.clone()).collect();
     let found = match vectors.is_empty() {
         true => None,
         false => {
@@ -260,8 +265,8 @@ pub fn run(
     let queries: Vec<Answer> = asked
         .into_iter()
         .zip(lists)
-        .map(|((spec, resolved), hits)| {
-            let own = own_ids(&resolved.terms);
+        .map(|((spec, terms), hits)| {
+            let own = own_ids(&terms);
             let results = hits
                 .into_iter()
                 .filter(|h: &Hit| req.include_query || !own.contains(&h.id))
@@ -278,7 +283,7 @@ pub fn run(
                 query: query_text(spec),
                 tokens: vec![None; own.len()],
                 ids: own,
-                terms: resolved.terms,
+                terms,
                 results,
             }
         })
