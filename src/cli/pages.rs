@@ -24,8 +24,10 @@ const EXIT_STATUS: [(&str, &str); 3] = [
     (
         "2",
         "Bad usage or bad input: a flag or value the command does not take, a model that \
-         cannot be found or read, a malformed file, an unknown token, an id out of range. \
-         One line on stderr says what.",
+         cannot be found or read, a malformed file, a file changed while it was read, an \
+         unknown token, an id out of range. One line on stderr says what. In neighbors \
+         --batch, each line that cannot be answered is one such line, with its number, \
+         and the other lines are answered.",
     ),
 ];
 
