@@ -113,7 +113,10 @@ impl Slot {
     /// Writes the fields between two steps of `seq`, so that a reader
     /// that sees the same even `seq` before and after read them whole.
     fn write(&self, start: usize, len: usize, path: &[u8]) {
-        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.seq.fetch_add(1, Ordering::Relaxed);
+        // Pairs with the reader's fence: a reader that sees any field
+        // written below sees the odd `seq` too.
+        fence(Ordering::Release);
         self.start.store(start, Ordering::Relaxed);
         self.len.store(len, Ordering::Relaxed);
         let kept = &path[path.len().saturating_sub(PATH_BYTES)..];

@@ -332,6 +332,25 @@ mod tests {
     }
 
     #[test]
+    fn a_vocabulary_only_file_has_no_matrix_to_give() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let only = fixtures.join("gguf/vocab-only.gguf");
+        let ckpt = Checkpoint::open(only.to_str().unwrap(), "main").unwrap();
+        let roles = Roles::resolve(&ckpt);
+        assert_eq!(roles.tie.status, TieStatus::VocabOnly);
+        for which in [Which::Embed, Which::Head] {
+            let err = roles.matrix(&ckpt, which).unwrap_err();
+            assert!(matches!(err, Error::NoMatrix { .. }), "{err}");
+        }
+        // An encoder without a head: no head, but an embedding.
+        let bert = Checkpoint::open(fixtures.join("bert").to_str().unwrap(), "main").unwrap();
+        let roles = Roles::resolve(&bert);
+        assert!(roles.matrix(&bert, Which::Embed).is_ok());
+        let err = roles.matrix(&bert, Which::Head).unwrap_err();
+        assert!(matches!(err, Error::NoMatrix { .. }), "{err}");
+    }
+
+    #[test]
     fn lm_architectures() {
         for (a, ok) in [
             ("LlamaForCausalLM", true),
