@@ -1,5 +1,15 @@
 //! Output in one place: every report is plain data that derives `Serialize`
-//! (`--json` prints it as one document) and implements [`Human`] for text.
+//! (`--json` prints it as one document) and implements [`Human`] for text;
+//! pictures are drawn by `svg`.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`Human`], printing, number and table formats |
+//! | `info.rs`, `tensors.rs`, `size.rs`, `neighbors.rs`, `check.rs`, `undertrained.rs` | each command's text |
+//! | `lookup.rs` | `lookup`'s table, CSV and `.npy` |
+//! | `svg/` | pictures: histograms, heatmaps, scatter plots, stacked bars (see its table) |
+//! | `output.rs` | the format a file's extension or a flag asks for |
+//! | `color.rs` | whether to colour text |
 
 pub mod check;
 pub mod color;
@@ -8,6 +18,7 @@ pub mod lookup;
 mod neighbors;
 pub mod output;
 mod size;
+pub mod svg;
 mod tensors;
 mod undertrained;
 
