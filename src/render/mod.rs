@@ -1,6 +1,6 @@
 //! Output in one place: every report is plain data that derives `Serialize`
 //! (`--json` prints it as one document) and implements [`Human`] for text;
-//! pictures are drawn by `svg`.
+//! pictures are drawn by `svg`, output files written by `file`.
 //!
 //! | file | what it holds |
 //! |---|---|
@@ -9,10 +9,12 @@
 //! | `lookup.rs` | `lookup`'s table, CSV and `.npy` |
 //! | `svg/` | pictures: histograms, heatmaps, scatter plots, stacked bars (see its table) |
 //! | `output.rs` | the format a file's extension or a flag asks for |
+//! | `file.rs` | output files checked first and put in place whole |
 //! | `color.rs` | whether to colour text |
 
 pub mod check;
 pub mod color;
+pub mod file;
 mod info;
 pub mod lookup;
 mod neighbors;
