@@ -23,6 +23,7 @@ mod ollama;
 mod regenerate;
 mod safetensors_fuzz;
 mod sigbus;
+mod similarity;
 mod size;
 mod tensors;
 mod tokenizer_fuzz;

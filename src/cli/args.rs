@@ -96,6 +96,12 @@ pub enum Command {
     /// The nearest tokens (cosine or dot) to tokens, ids, expressions such
     /// as "king - man + woman", or texts; many queries in one pass.
     Neighbors(NeighborsArgs),
+    /// The cosine between every pair of queries (tokens, #IDs, expressions,
+    /// texts), as a table, CSV or JSON; with --plot, a picture of them:
+    /// a heatmap with similar queries next to each other (average-linkage
+    /// clustering on 1 - cosine) beside their map in two principal
+    /// components. Reads the asked rows only.
+    Similarity(SimilarityArgs),
     /// Consistency audit: sizes, special tokens, tie, dtypes, tokenizer,
     /// and NaN/zero/duplicate/outlier rows; exit code 1 when a finding is
     /// at or above --fail-on.
@@ -295,6 +301,41 @@ pub struct NeighborsArgs {
     /// The matrix to search; `head` of a tied model is the embedding.
     #[arg(long, value_enum, default_value_t = MatrixArg::Embed)]
     pub matrix: MatrixArg,
+}
+
+/// Arguments of `similarity`.
+#[derive(Debug, Args)]
+pub struct SimilarityArgs {
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
+    pub model: String,
+    /// Queries, as `neighbors` takes them: a word, `#ID`, `=entry`, or
+    /// terms joined by ` + ` and ` - ` (`"king - man + woman"`).
+    #[arg(value_name = "QUERY")]
+    pub queries: Vec<String>,
+    /// A text whose token rows are averaged into one query (repeatable).
+    #[arg(long, value_name = "STR")]
+    pub text: Vec<String>,
+    /// The matrix to read; `head` of a tied model is the embedding.
+    #[arg(long, value_enum, default_value_t = MatrixArg::Embed)]
+    pub matrix: MatrixArg,
+    /// What is printed on stdout [default: table].
+    #[arg(long, value_enum)]
+    pub format: Option<SimilarityFormatArg>,
+    /// Also draw the cosines into FILE.svg: a heatmap in clustered order
+    /// and the queries' map in two principal components, side by side.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Output format of `similarity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimilarityFormatArg {
+    /// Aligned text.
+    Table,
+    /// One JSON document (same as --json).
+    Json,
+    /// Comma-separated, a square matrix headed by the queries.
+    Csv,
 }
 
 /// `--metric`.

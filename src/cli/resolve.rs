@@ -12,6 +12,7 @@ use clap_complete::Shell;
 use crate::cmd::check::Severity;
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Filter, QuerySpec};
+use crate::cmd::similarity;
 use crate::cmd::size::Scenario;
 use crate::cmd::tensors::SortBy;
 use crate::cmd::undertrained::{self, ReferenceSpec};
@@ -25,7 +26,7 @@ use crate::{Error, Result};
 
 use super::args::{
     Cli, ColorArg, Command, FailOn, FilterArg, FormatArg, LookupArgs, MatrixArg, MetricArg,
-    NeighborsArgs, SizeArgs, SortArg, UndertrainedArgs,
+    NeighborsArgs, SimilarityArgs, SimilarityFormatArg, SizeArgs, SortArg, UndertrainedArgs,
 };
 use crate::usage;
 
@@ -83,6 +84,8 @@ pub enum Task {
     Lookup(Lookup),
     /// `neighbors`.
     Neighbors(Neighbors),
+    /// `similarity`.
+    Similarity(Similarity),
     /// `check`.
     Check {
         /// The MODEL argument.
@@ -145,6 +148,21 @@ pub enum BatchSource {
     File(PathBuf),
 }
 
+/// `similarity`, resolved.
+#[derive(Debug)]
+pub struct Similarity {
+    /// The MODEL argument.
+    pub model: String,
+    /// The queries, words and expressions first, then texts.
+    pub queries: Vec<QuerySpec>,
+    /// The matrix read.
+    pub matrix: Which,
+    /// What is printed: a table, JSON or CSV.
+    pub format: Format,
+    /// The picture's file, when asked for.
+    pub plot: Option<PathBuf>,
+}
+
 /// Resolves the parsed command line.
 pub fn resolve(cli: Cli) -> Result<Config> {
     let g = cli.global;
@@ -169,6 +187,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         Command::Size(args) => size(args)?,
         Command::Lookup(args) => Task::Lookup(lookup(args, &out)?),
         Command::Neighbors(args) => Task::Neighbors(neighbors(args, &out)),
+        Command::Similarity(args) => Task::Similarity(similarity(args, &out)?),
         Command::Check(args) => Task::Check {
             model: args.model,
             fail_on: match args.fail_on {
@@ -269,17 +288,50 @@ fn neighbors(args: NeighborsArgs, out: &Out) -> Neighbors {
     }
 }
 
+fn similarity(args: SimilarityArgs, out: &Out) -> Result<Similarity> {
+    let format = args.format.map(|f| match f {
+        SimilarityFormatArg::Table => Format::Table,
+        SimilarityFormatArg::Json => Format::Json,
+        SimilarityFormatArg::Csv => Format::Csv,
+    });
+    let format = output::lookup_format(out.json, format, None)?;
+    if let Some(plot) = &args.plot
+        && !plot
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        return Err(Error::BadInput(format!(
+            "--plot `{}`: the picture is SVG; give a file name ending in .svg",
+            plot.display()
+        )));
+    }
+    let mut queries: Vec<QuerySpec> = args.queries.into_iter().map(QuerySpec::Expr).collect();
+    queries.extend(args.text.into_iter().map(QuerySpec::Text));
+    similarity::check_count(queries.len())?;
+    Ok(Similarity {
+        model: args.model,
+        queries,
+        matrix: args.matrix.into(),
+        format,
+        plot: args.plot,
+    })
+}
+
+/// `--reference`: `auto`, or ids and ranges.
+fn reference(arg: &str) -> Result<ReferenceSpec> {
+    if arg.trim() == "auto" {
+        return Ok(ReferenceSpec::Auto);
+    }
+    let ids = usage::id_list(arg).map_err(|what| {
+        Error::BadInput(format!(
+            "--reference: {what}; expected `auto` or ids and ranges such as `100-200,5`"
+        ))
+    })?;
+    Ok(ReferenceSpec::Ids(ids.0))
+}
+
 fn undertrained(args: UndertrainedArgs, out: &Out) -> Result<Task> {
-    let reference = if args.reference.trim() == "auto" {
-        ReferenceSpec::Auto
-    } else {
-        let ids = usage::id_list(&args.reference).map_err(|what| {
-            Error::BadInput(format!(
-                "--reference: {what}; expected `auto` or ids and ranges such as `100-200,5`"
-            ))
-        })?;
-        ReferenceSpec::Ids(ids.0)
-    };
+    let reference = reference(&args.reference)?;
     Ok(Task::Undertrained {
         model: args.model,
         request: undertrained::Request {

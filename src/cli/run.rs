@@ -4,7 +4,7 @@
 //! order its work overlaps, is the library's; only what the command line
 //! asked of the output is decided here.
 
-use std::io;
+use std::io::{self, Write as _};
 use std::path::Path;
 
 use crate::checkpoint::locate::locate;
@@ -13,12 +13,13 @@ use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Batch, QuerySpec};
 use crate::cmd::{self, check, undertrained};
 use crate::render;
+use crate::render::file::OutputFile;
 use crate::roles::Roles;
 use crate::vocab::{Preview, Vocab};
 use crate::{Error, Result};
 
 use super::pages;
-use super::resolve::{BatchSource, Config, Lookup, Neighbors, Out, Task};
+use super::resolve::{BatchSource, Config, Lookup, Neighbors, Out, Similarity, Task};
 use crate::usage;
 
 /// Why a run stopped early.
@@ -79,6 +80,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
         }
         Task::Lookup(l) => lookup(l, config)?,
         Task::Neighbors(n) => return neighbors(n, config),
+        Task::Similarity(s) => similarity(s, config)?,
         Task::Check { model, fail_on } => {
             let (ckpt, mut roles) = open_with(model, config, Faults::Record)?;
             roles.compare_head(&ckpt);
@@ -282,4 +284,39 @@ fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<u8, Stop> {
     }
     emit(&report, out)?;
     Ok(if report.errors.is_empty() { 0 } else { 2 })
+}
+
+fn similarity(s: &Similarity, config: &Config) -> std::result::Result<(), Stop> {
+    use crate::render::output::Format;
+    // The picture's file is checked before any work.
+    let plot = s.plot.as_deref().map(OutputFile::create).transpose()?;
+    let (ckpt, roles) = open(&s.model, config).map_err(|e| {
+        let later: Vec<String> = s
+            .queries
+            .iter()
+            .filter_map(|q| match q {
+                QuerySpec::Expr(e) => Some(e.clone()),
+                QuerySpec::Text(_) => None,
+            })
+            .collect();
+        usage::swapped_model("similarity", &s.model, &later, "QUERY...").map_or(e, Error::BadInput)
+    })?;
+    let vocab = load_vocab(&ckpt)?;
+    let report = cmd::similarity::run(&ckpt, &roles, vocab.as_ref(), s.matrix, &s.queries)?;
+    let out = &config.out;
+    print_notes(out, &report.notes);
+    if let Some(mut file) = plot {
+        let svg = render::similarity::similarity_svg(&report);
+        file.writer()
+            .write_all(svg.as_bytes())
+            .map_err(|e| file.error(e))?;
+        file.commit()?;
+    }
+    match s.format {
+        Format::Json => render::stdout(&render::json(&report)?)?,
+        Format::Csv => render::stdout(&render::similarity::similarity_csv(&report)?)?,
+        // `--format` offers no npy for similarity.
+        Format::Table | Format::Npy => emit(&report, out)?,
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@
 //! | `size.rs` | `size`: parameters and bytes, and what-if figures |
 //! | `lookup.rs` | `lookup`: the stored rows of ids, tokens or a text |
 //! | `neighbors.rs` | `neighbors`: the nearest rows of queries, in one pass |
+//! | `similarity/` | `similarity`: the cosine of every pair of queries, their order and map |
 //! | `check/` | `check`: the consistency audit |
 //! | `undertrained/` | `undertrained`: rows ranked by how untrained they look |
 
@@ -17,6 +18,7 @@ pub mod check;
 pub mod info;
 pub mod lookup;
 pub mod neighbors;
+pub mod similarity;
 pub mod size;
 pub mod tensors;
 pub mod undertrained;

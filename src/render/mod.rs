@@ -1,12 +1,13 @@
 //! Output in one place: every report is plain data that derives `Serialize`
 //! (`--json` prints it as one document) and implements [`Human`] for text;
-//! pictures are drawn by `svg`, output files written by `file`.
+//! some are written as files or drawn as pictures too.
 //!
 //! | file | what it holds |
 //! |---|---|
 //! | `mod.rs` | [`Human`], printing, number and table formats |
 //! | `info.rs`, `tensors.rs`, `size.rs`, `neighbors.rs`, `check.rs`, `undertrained.rs` | each command's text |
 //! | `lookup.rs` | `lookup`'s table, CSV and `.npy` |
+//! | `similarity.rs` | `similarity`'s table, CSV and picture |
 //! | `svg/` | pictures: histograms, heatmaps, scatter plots, stacked bars (see its table) |
 //! | `output.rs` | the format a file's extension or a flag asks for |
 //! | `file.rs` | output files checked first and put in place whole |
@@ -19,6 +20,7 @@ mod info;
 pub mod lookup;
 mod neighbors;
 pub mod output;
+pub mod similarity;
 mod size;
 pub mod svg;
 mod tensors;
