@@ -21,6 +21,7 @@ mod not_regular;
 mod older_files;
 mod ollama;
 mod regenerate;
+mod rows;
 mod safetensors_fuzz;
 mod sigbus;
 mod similarity;

@@ -125,6 +125,16 @@ pub enum Command {
     /// and the embedding distance's z-scores (of the norms' without reference
     /// rows). A row scoring 5 or more is a strong candidate.
     Undertrained(UndertrainedArgs),
+    /// Every row's figures, for a notebook: id, token, kind, the L2 norms
+    /// of the embedding and head rows, and the under-trained indicators,
+    /// score and flags of `undertrained` (one streaming pass per matrix).
+    ///
+    /// CSV, JSON, or a numpy .npy file holding one structured array (a
+    /// record per row, a field per column): `np.load(f)["score"]`, or
+    /// `pd.DataFrame(np.load(f))`. Missing figures are empty in CSV, null
+    /// in JSON and NaN in .npy; `head_norm` is missing when the head is the
+    /// embedding (tied).
+    Rows(RowsArgs),
     /// Print a shell completion script on stdout, e.g.
     /// `embscope completions bash > ~/.local/share/bash-completion/completions/embscope`.
     Completions {
@@ -158,6 +168,35 @@ pub struct UndertrainedArgs {
     /// tokenizers, the full one (about 0.5 s for a Llama-3-size one).
     #[arg(long)]
     pub no_reachable: bool,
+}
+
+/// Arguments of `rows`.
+#[derive(Debug, Args)]
+pub struct RowsArgs {
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
+    pub model: String,
+    /// Write to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Output format [default: from the -o extension (.csv, .json, .npy),
+    /// else csv]; `npy` needs -o.
+    #[arg(long, value_enum)]
+    pub format: Option<RowsFormatArg>,
+    /// Known-untrained rows, as `undertrained --reference` takes them:
+    /// `auto`, or ids and inclusive ranges such as `100-200,5`.
+    #[arg(long, default_value = "auto", value_name = "IDS|auto")]
+    pub reference: String,
+}
+
+/// Output format of `rows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RowsFormatArg {
+    /// Comma-separated, a header line naming the columns.
+    Csv,
+    /// One JSON document (same as --json).
+    Json,
+    /// numpy .npy: one structured array, a record per row.
+    Npy,
 }
 
 /// Arguments of `check`.

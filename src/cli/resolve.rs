@@ -26,7 +26,8 @@ use crate::{Error, Result};
 
 use super::args::{
     Cli, ColorArg, Command, FailOn, FilterArg, FormatArg, LookupArgs, MatrixArg, MetricArg,
-    NeighborsArgs, SimilarityArgs, SimilarityFormatArg, SizeArgs, SortArg, UndertrainedArgs,
+    NeighborsArgs, RowsArgs, RowsFormatArg, SimilarityArgs, SimilarityFormatArg, SizeArgs, SortArg,
+    UndertrainedArgs,
 };
 use crate::usage;
 
@@ -100,6 +101,8 @@ pub enum Task {
         /// What the analysis is asked.
         request: undertrained::Request,
     },
+    /// `rows`.
+    Rows(Rows),
     /// `completions`.
     Completions(Shell),
     /// `man`.
@@ -163,6 +166,19 @@ pub struct Similarity {
     pub plot: Option<PathBuf>,
 }
 
+/// `rows`, resolved.
+#[derive(Debug)]
+pub struct Rows {
+    /// The MODEL argument.
+    pub model: String,
+    /// The scoring's request: both matrices, every row kept, no list.
+    pub request: undertrained::Request,
+    /// CSV, JSON or npy.
+    pub format: Format,
+    /// The file written instead of stdout.
+    pub output: Option<PathBuf>,
+}
+
 /// Resolves the parsed command line.
 pub fn resolve(cli: Cli) -> Result<Config> {
     let g = cli.global;
@@ -196,6 +212,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
             },
         },
         Command::Undertrained(args) => undertrained(args, &out)?,
+        Command::Rows(args) => Task::Rows(rows(args, &out)?),
         Command::Completions { shell } => Task::Completions(shell),
         Command::Man => Task::Man,
     };
@@ -328,6 +345,31 @@ fn reference(arg: &str) -> Result<ReferenceSpec> {
         ))
     })?;
     Ok(ReferenceSpec::Ids(ids.0))
+}
+
+fn rows(args: RowsArgs, out: &Out) -> Result<Rows> {
+    let format = args.format.map(|f| match f {
+        RowsFormatArg::Csv => Format::Csv,
+        RowsFormatArg::Json => Format::Json,
+        RowsFormatArg::Npy => Format::Npy,
+    });
+    // No flag and no extension that names a format: CSV.
+    let format = match output::lookup_format(out.json, format, args.output.as_deref())? {
+        Format::Table => Format::Csv,
+        f => f,
+    };
+    Ok(Rows {
+        model: args.model,
+        request: undertrained::Request {
+            top: 0,
+            matrix: None,
+            reference: reference(&args.reference)?,
+            reachability: false,
+            progress: out.progress,
+        },
+        format,
+        output: args.output,
+    })
 }
 
 fn undertrained(args: UndertrainedArgs, out: &Out) -> Result<Task> {

@@ -19,7 +19,7 @@ use crate::vocab::{Preview, Vocab};
 use crate::{Error, Result};
 
 use super::pages;
-use super::resolve::{BatchSource, Config, Lookup, Neighbors, Out, Similarity, Task};
+use super::resolve::{BatchSource, Config, Lookup, Neighbors, Out, Rows, Similarity, Task};
 use crate::usage;
 
 /// Why a run stopped early.
@@ -112,10 +112,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
                 })
             };
             let report = undertrained::run_loading(&ckpt, &roles, load, request)?;
-            let notes = (report.notes.iter())
-                .filter(|n| out.verbose || !n.detail)
-                .map(|n| n.text.clone());
-            print_notes(out, &notes.collect::<Vec<_>>());
+            print_scoring_notes(out, &report.notes);
             if out.verbose {
                 for s in &report.stages {
                     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
@@ -129,6 +126,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             }
             emit(&report, out)?;
         }
+        Task::Rows(r) => rows(r, config)?,
         Task::Completions(shell) => render::stdout(&pages::completions(*shell))?,
         Task::Man => render::stdout(&pages::man_page()?)?,
     }
@@ -181,6 +179,16 @@ fn print_notes(out: &Out, notes: &[String]) {
             eprintln!("note: {note}");
         }
     }
+}
+
+/// Prints the notes of the under-trained scoring (`undertrained`,
+/// `rows`), those on the method at work only with `-v`.
+fn print_scoring_notes(out: &Out, notes: &[undertrained::Note]) {
+    let notes: Vec<String> = (notes.iter())
+        .filter(|n| out.verbose || !n.detail)
+        .map(|n| n.text.clone())
+        .collect();
+    print_notes(out, &notes);
 }
 
 fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>> {
@@ -317,6 +325,37 @@ fn similarity(s: &Similarity, config: &Config) -> std::result::Result<(), Stop> 
         Format::Csv => render::stdout(&render::similarity::similarity_csv(&report)?)?,
         // `--format` offers no npy for similarity.
         Format::Table | Format::Npy => emit(&report, out)?,
+    }
+    Ok(())
+}
+
+fn rows(r: &Rows, config: &Config) -> std::result::Result<(), Stop> {
+    // The output file is checked before any work.
+    let file = r.output.as_deref().map(OutputFile::create).transpose()?;
+    let (ckpt, roles) = open(&r.model, config)?;
+    let load = |preview: &mut dyn FnMut(&Preview)| {
+        load_vocab_with(&ckpt, |dir, config| {
+            Vocab::load_previewing(dir, config, false, preview)
+        })
+    };
+    let scored = undertrained::run_loading(&ckpt, &roles, load, &r.request)?;
+    print_scoring_notes(&config.out, &scored.notes);
+    let report = cmd::rows::run(cmd::rows::Scored {
+        model: scored.model,
+        embedding: scored.embedding,
+        head: scored.head,
+        indicators: scored.indicators,
+        every_row: scored.every_row,
+    });
+    match file {
+        Some(mut file) => {
+            render::rows::write(&report, r.format, file.writer()).map_err(|e| file.error(e))?;
+            file.commit()?;
+        }
+        None => {
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            render::rows::write(&report, r.format, &mut out)?;
+        }
     }
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! | `lookup.rs` | `lookup`: the stored rows of ids, tokens or a text |
 //! | `neighbors.rs` | `neighbors`: the nearest rows of queries, in one pass |
 //! | `similarity/` | `similarity`: the cosine of every pair of queries, their order and map |
+//! | `rows.rs` | `rows`: every row's norms and under-trained figures, named |
 //! | `check/` | `check`: the consistency audit |
 //! | `undertrained/` | `undertrained`: rows ranked by how untrained they look |
 
@@ -18,6 +19,7 @@ pub mod check;
 pub mod info;
 pub mod lookup;
 pub mod neighbors;
+pub mod rows;
 pub mod similarity;
 pub mod size;
 pub mod tensors;

@@ -8,6 +8,7 @@
 //! | `info.rs`, `tensors.rs`, `size.rs`, `neighbors.rs`, `check.rs`, `undertrained.rs` | each command's text |
 //! | `lookup.rs` | `lookup`'s table, CSV and `.npy` |
 //! | `similarity.rs` | `similarity`'s table, CSV and picture |
+//! | `rows.rs` | `rows`' CSV, JSON and structured `.npy` |
 //! | `svg/` | pictures: histograms, heatmaps, scatter plots, stacked bars (see its table) |
 //! | `output.rs` | the format a file's extension or a flag asks for |
 //! | `file.rs` | output files checked first and put in place whole |
@@ -20,6 +21,7 @@ mod info;
 pub mod lookup;
 mod neighbors;
 pub mod output;
+pub mod rows;
 pub mod similarity;
 mod size;
 pub mod svg;

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::robust::{Direction, combine, robust_z};
 
 /// Per-row indicators; `None` when not computed.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Indicators {
     /// The head's cosine to the reference mean, component removed.
     pub head_cosine: Option<Vec<f32>>,

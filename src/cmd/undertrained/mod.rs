@@ -48,6 +48,7 @@ use crate::checkpoint::{Checkpoint, WeightFormat};
 use crate::matrix::Matrix;
 use crate::median;
 use crate::roles::{Roles, Which};
+use crate::score::EveryRow;
 use crate::score::indicators::Indicators;
 use crate::score::robust::histogram;
 use crate::vocab::{Preview, TokenKind, Vocab};
@@ -160,6 +161,9 @@ pub struct UndertrainedReport {
     /// How long each stage took (not in the JSON: it varies run to run).
     #[serde(skip)]
     pub stages: Vec<Stage>,
+    /// Every row's figures and the vocabulary, for `rows` (not in the JSON).
+    #[serde(skip)]
+    pub every_row: EveryRow,
 }
 
 /// A note of the report; in the JSON, its text.
@@ -331,6 +335,12 @@ pub fn run_loading<E: From<Error> + Send>(
         candidates,
         notes,
         stages: clock.stages(),
+        every_row: EveryRow {
+            indicators: ind,
+            scores: ranked.scores,
+            reference: reference.ids,
+            vocab: held.into_inner().flatten(),
+        },
     })
 }
 
