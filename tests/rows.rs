@@ -298,3 +298,21 @@ fn bad_output_places_are_refused_before_any_work() {
     );
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }
+
+#[test]
+fn a_device_or_pipe_is_written_in_place() {
+    // `/dev/stdout` is the test's pipe: written through, not replaced.
+    let model = fixture("untrained");
+    let out = embscope()
+        .args(["rows", &model, "-o", "/dev/stdout", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 346);
+    assert!(text.starts_with("id,token,kind,"));
+}

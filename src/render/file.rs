@@ -4,7 +4,8 @@
 //! So a directory that does not exist or cannot be written is an error in
 //! the first milliseconds, not after a pass over the model, and a run
 //! that fails or is stopped leaves no half-written file (nor clobbers the
-//! one that was there).
+//! one that was there). A path that is no regular file (`/dev/stdout`,
+//! a pipe) is written in place, and a link to a file writes the file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -16,7 +17,13 @@ use crate::{Error, Result};
 #[derive(Debug)]
 pub struct OutputFile {
     path: PathBuf,
-    temp: PathBuf,
+    /// The hidden file written and renamed over `target`; `None` when
+    /// `path` is written in place (a device or pipe, which a rename would
+    /// replace: `/dev/null`, `/dev/stdout`).
+    temp: Option<PathBuf>,
+    /// What the rename replaces: `path`, or the file a link at `path`
+    /// points to.
+    target: PathBuf,
     out: Option<BufWriter<File>>,
 }
 
@@ -28,13 +35,31 @@ impl OutputFile {
             path: path.to_path_buf(),
             err: io::Error::other(msg),
         };
-        let name = path
+        let io_fail = |err: io::Error| Error::Write {
+            path: path.to_path_buf(),
+            err,
+        };
+        let target = match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                return Err(fail("it is a directory; expected a file name".into()));
+            }
+            Ok(m) if !m.is_file() => {
+                let file = OpenOptions::new().write(true).open(path).map_err(io_fail)?;
+                return Ok(OutputFile {
+                    path: path.to_path_buf(),
+                    temp: None,
+                    target: path.to_path_buf(),
+                    out: Some(BufWriter::new(file)),
+                });
+            }
+            // A link to a file: the file is replaced, the link kept.
+            Ok(_) => std::fs::canonicalize(path).map_err(io_fail)?,
+            Err(_) => path.to_path_buf(),
+        };
+        let name = target
             .file_name()
             .ok_or_else(|| fail("expected a file name, not a directory".into()))?;
-        if path.is_dir() {
-            return Err(fail("it is a directory; expected a file name".into()));
-        }
-        let dir = match path.parent() {
+        let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
@@ -54,20 +79,13 @@ impl OutputFile {
             .write(true)
             .create_new(true)
             .open(&temp)
-            .map_err(|err| Error::Write {
-                path: path.to_path_buf(),
-                err,
-            })?;
+            .map_err(io_fail)?;
         Ok(OutputFile {
             path: path.to_path_buf(),
-            temp,
+            temp: Some(temp),
+            target,
             out: Some(BufWriter::new(file)),
         })
-    }
-
-    /// The path asked for.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Where to write the content.
@@ -78,18 +96,16 @@ impl OutputFile {
     /// Writes the rest and puts the file in place of `path`.
     pub fn commit(mut self) -> Result<()> {
         let out = self.out.take().expect("committed once");
-        let done = out
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_all())
-            .and_then(|()| std::fs::rename(&self.temp, &self.path));
-        done.map_err(|err| {
-            let _ = std::fs::remove_file(&self.temp);
-            Error::Write {
-                path: self.path.clone(),
-                err,
-            }
-        })
+        let file = out.into_inner().map_err(|e| self.error(e.into_error()))?;
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        file.sync_all()
+            .and_then(|()| std::fs::rename(&temp, &self.target))
+            .map_err(|err| {
+                let _ = std::fs::remove_file(&temp);
+                self.error(err)
+            })
     }
 
     /// An error writing the content, naming the file.
@@ -104,8 +120,10 @@ impl OutputFile {
 impl Drop for OutputFile {
     /// A file never committed is removed: the run failed or stopped.
     fn drop(&mut self) {
-        if self.out.take().is_some() {
-            let _ = std::fs::remove_file(&self.temp);
+        if let Some(temp) = &self.temp
+            && self.out.take().is_some()
+        {
+            let _ = std::fs::remove_file(temp);
         }
     }
 }
@@ -129,6 +147,20 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "no temporary file left");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, link) = (dir.path().join("a.csv"), dir.path().join("l.csv"));
+        std::fs::write(&file, "old").unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let mut f = OutputFile::create(&link).unwrap();
+        f.writer().write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
     }
 
     #[test]
