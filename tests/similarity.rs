@@ -253,6 +253,9 @@ fn bad_input_is_refused_before_any_work() {
         &args,
         "1025 queries given; similarity compares at most 1024",
     );
+    let mut args = vec!["similarity", model.as_str(), "--plot", "p.svg"];
+    args.extend(many[..257].iter().map(String::as_str));
+    fails(&args, "--plot draws at most 256 queries (257 given)");
 }
 
 #[cfg(target_os = "linux")]

@@ -361,7 +361,8 @@ pub struct SimilarityArgs {
     #[arg(long, value_enum)]
     pub format: Option<SimilarityFormatArg>,
     /// Also draw the cosines into FILE.svg: a heatmap in clustered order
-    /// and the queries' map in two principal components, side by side.
+    /// and the queries' map in two principal components, side by side (up
+    /// to 256 queries).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 }

@@ -20,6 +20,7 @@ use crate::dtype::Dtype;
 use crate::render::Style;
 use crate::render::color::ColorChoice;
 use crate::render::output::{self, Format};
+use crate::render::similarity::MAX_PLOTTED;
 use crate::roles::Which;
 use crate::search::Metric;
 use crate::{Error, Result};
@@ -325,6 +326,12 @@ fn similarity(args: SimilarityArgs, out: &Out) -> Result<Similarity> {
     let mut queries: Vec<QuerySpec> = args.queries.into_iter().map(QuerySpec::Expr).collect();
     queries.extend(args.text.into_iter().map(QuerySpec::Text));
     similarity::check_count(queries.len())?;
+    if args.plot.is_some() && queries.len() > MAX_PLOTTED {
+        return Err(Error::BadInput(format!(
+            "--plot draws at most {MAX_PLOTTED} queries ({} given): leave --plot out for the cosines of more",
+            queries.len()
+        )));
+    }
     Ok(Similarity {
         model: args.model,
         queries,

@@ -9,6 +9,10 @@ use super::{Human, Style, table};
 use crate::cmd::similarity::{Item, SimilarityReport};
 use crate::{Error, Result};
 
+/// Most queries drawn by `--plot`: 65,536 cells of 4 pixels, a file of
+/// about 10 MB; beyond, the picture grows as n² and says no more.
+pub const MAX_PLOTTED: usize = 256;
+
 /// Widest query shown as a table's column header, in chars.
 const HEADER_CHARS: usize = 14;
 

@@ -178,9 +178,11 @@ pub struct Svg {
     body: String,
 }
 
-/// The style sheet of every picture: one sans-serif font. (Colours are
-/// attributes, which a style sheet's rules would override.)
-const STYLE: &str = "text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif}";
+/// The style sheet of every picture: one sans-serif font; cells and
+/// colour-bar steps drawn without smoothed edges, which would show as
+/// light seams between neighbours. (Colours are attributes, which a style
+/// sheet's rules would override.)
+const STYLE: &str = "text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif}.cell,.colorbar{shape-rendering:crispEdges}";
 
 /// Colour of text unless a style says otherwise.
 const TEXT: &str = "#222222";
