@@ -100,12 +100,14 @@ impl OutputFile {
         let Some(temp) = self.temp.take() else {
             return Ok(());
         };
-        file.sync_all()
-            .and_then(|()| std::fs::rename(&temp, &self.target))
-            .map_err(|err| {
-                let _ = std::fs::remove_file(&temp);
-                self.error(err)
-            })
+        // No fsync first: the rename shows readers the whole file, and an
+        // export that a power cut loses is made again; waiting for the
+        // disk would add its time to every run.
+        drop(file);
+        std::fs::rename(&temp, &self.target).map_err(|err| {
+            let _ = std::fs::remove_file(&temp);
+            self.error(err)
+        })
     }
 
     /// An error writing the content, naming the file.
@@ -118,11 +120,9 @@ impl OutputFile {
 }
 
 impl Drop for OutputFile {
-    /// A file never committed is removed: the run failed or stopped.
+    /// A file never put in place is removed: the run failed or stopped.
     fn drop(&mut self) {
-        if let Some(temp) = &self.temp
-            && self.out.take().is_some()
-        {
+        if let Some(temp) = self.temp.take() {
             let _ = std::fs::remove_file(temp);
         }
     }
