@@ -1,6 +1,10 @@
 //! The key by which duplicate rows are found ([`row_key`]): a hash of
 //! short rows, of the sum of squares and a few sampled words of long ones,
-//! so that keying every row costs little more than reading its bytes.
+//! so that keying every row costs little more than reading its bytes; and
+//! the key of a row's values whatever its dtype ([`values_key`]), by which
+//! `diff` finds a row copied from another model.
+
+use super::row::Row;
 
 /// Words of 8 bytes that [`row_key`] samples from a long row.
 const SAMPLED_WORDS: usize = 16;
@@ -32,6 +36,37 @@ pub(crate) fn row_key(row: &[u8], sum: f32) -> u64 {
         mix(&mut acc, s);
     }
     finish(acc, &sum.to_bits().to_le_bytes(), row.len())
+}
+
+/// The key of a row's values as f32, whatever its dtype, made as
+/// [`row_key`] makes the key of a long row: the row's length, `sq` (its
+/// sum of squares as the row loops make it, the same bit for bit for equal
+/// values in any dtype) and [`SAMPLED_WORDS`] pairs of neighbouring values
+/// spread evenly over the row, the first and the last included, each
+/// value's f32 bits with -0 taken as +0. Rows of equal values have equal
+/// keys: a BF16 row and the same row saved as F32 do. Different rows may
+/// too; callers confirm a match by comparing values.
+#[inline(always)]
+pub(crate) fn values_key(row: impl Row, sq: f32) -> u64 {
+    let n = row.len();
+    let bits = |j: usize| {
+        // `+ 0.0` turns -0 into +0 and leaves every other value as it is.
+        let x = if j < n { row.at(j) + 0.0 } else { 0.0 };
+        x.to_bits().to_le_bytes()
+    };
+    let last = n.saturating_sub(2);
+    let mut words = [0u8; 8 * SAMPLED_WORDS];
+    for (i, w) in words.chunks_exact_mut(8).enumerate() {
+        let at = i * last / (SAMPLED_WORDS - 1);
+        w[..4].copy_from_slice(&bits(at));
+        w[4..].copy_from_slice(&bits(at + 1));
+    }
+    let mut acc = KEYS;
+    let (stripes, _) = words.as_chunks::<64>();
+    for s in stripes {
+        mix(&mut acc, s);
+    }
+    finish(acc, &sq.to_bits().to_le_bytes(), n)
 }
 
 /// Starting keys of the eight hash lanes (hex digits of pi).
@@ -107,6 +142,7 @@ fn finish(mut acc: [u64; 8], tail: &[u8], len: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rows::row::Bf16;
 
     #[test]
     fn hash_sees_every_byte_and_place() {
@@ -150,5 +186,34 @@ mod tests {
         let mut b = row.clone();
         b[20] ^= 1;
         assert_eq!(key, row_key(&b, 2.5));
+    }
+
+    #[test]
+    fn values_key_sees_values_not_dtypes() {
+        let values: Vec<f32> = (0..300)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 8.0)
+            .collect();
+        let bf16: Vec<u8> = values
+            .iter()
+            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+            .collect();
+        let key = values_key(values.as_slice(), 9.5);
+        assert_eq!(key, values_key(Bf16(&bf16), 9.5));
+        assert_ne!(key, values_key(values.as_slice(), 9.25));
+        assert_ne!(key, values_key(&values[..299], 9.5));
+        let mut zeros = vec![0.0f32; 40];
+        let plus = values_key(zeros.as_slice(), 0.0);
+        zeros[3] = -0.0;
+        assert_eq!(plus, values_key(zeros.as_slice(), 0.0));
+        // The first and the last value are sampled; rows of one value too.
+        for at in [0, 299] {
+            let mut other = values.clone();
+            other[at] += 1.0;
+            assert_ne!(key, values_key(other.as_slice(), 9.5), "value {at}");
+        }
+        assert_ne!(
+            values_key(&[1.0f32][..], 1.0),
+            values_key(&[2.0f32][..], 1.0)
+        );
     }
 }

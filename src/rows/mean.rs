@@ -1,6 +1,9 @@
 //! The mean of some rows of a matrix (the reference rows of `check` and
-//! `undertrained`): each column summed in f64 over the finite rows.
+//! `undertrained`): each column summed in f64 over the finite rows; and a
+//! row added to such sums as a pass streams it ([`add_row`], the base
+//! mean of `diff`).
 
+use super::row::{L, Row};
 use crate::aligned::Aligned;
 use crate::cpu::{Isa, RowBuild};
 use crate::matrix::Matrix;
@@ -68,4 +71,23 @@ fn add_finite_body(sum: &mut [f64], row: &[f32]) -> bool {
             .for_each(|(s, &x)| *s += f64::from(x));
     }
     finite
+}
+
+/// Adds each value of `row` to its column's sum in `sum` (of `row.len()`
+/// values), in f64, a step of [`L`] values at a time; for loops that
+/// read the row in place for other sums too, in the build they run.
+#[inline(always)]
+pub(crate) fn add_row(sum: &mut [f64], row: impl Row) {
+    assert_eq!(sum.len(), row.len(), "one sum per column");
+    let whole = row.len() / L * L;
+    for k in (0..whole).step_by(L) {
+        let x = row.chunk(k);
+        let s: &mut [f64; L] = (&mut sum[k..k + L]).try_into().expect("L values");
+        for l in 0..L {
+            s[l] += f64::from(x[l]);
+        }
+    }
+    for (j, s) in sum.iter_mut().enumerate().skip(whole) {
+        *s += f64::from(row.at(j));
+    }
 }

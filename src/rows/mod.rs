@@ -8,13 +8,15 @@
 //! | `dpbf16.rs` | the same three sums with `vdpbf16ps`, for BF16 rows and vectors |
 //! | `sums.rs` | a block's `[|r|², r·m, r·c]` in the widest build the CPU runs |
 //! | `summary.rs` | what a row holds: norm, NaN, infinities, zeros, duplicate key, one dot product |
-//! | `key.rs` | the duplicate key of a row's bytes |
-//! | `mean.rs` | the mean of some rows, over the finite ones |
+//! | `key.rs` | the duplicate key of a row's bytes; the key of its values, whatever the dtype |
+//! | `mean.rs` | the mean of some rows, over the finite ones; a row added to column sums |
+//! | `pairs.rs` | rows of two matrices compared pair by pair, with the base mean and keys in the same read |
 
 pub(crate) mod dots;
 pub(crate) mod dpbf16;
 pub(crate) mod key;
 pub(crate) mod mean;
+pub(crate) mod pairs;
 pub(crate) mod row;
 pub(crate) mod summary;
 pub(crate) mod sums;
