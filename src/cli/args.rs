@@ -135,6 +135,20 @@ pub enum Command {
     /// in JSON and NaN in .npy; `head_norm` is missing when the head is the
     /// embedding (tied).
     Rows(RowsArgs),
+    /// What a fine-tune changed in the vocabulary layers: tokens added,
+    /// removed and renumbered, rows identical, changed, added (with how
+    /// each was initialised) and removed; exit code 1 when anything
+    /// differs.
+    ///
+    /// Rows pair up by token text when both models have a tokenizer, else
+    /// by id. A pair is identical when its values are equal after
+    /// conversion to f32 (a BF16 row saved as F32 is identical), or within
+    /// the rounding of a quantized or narrower dtype. Each added row gets
+    /// a verdict against the base rows: zeros, copy (equal to a base row),
+    /// mean (within 1% of their median norm from their mean), random (no
+    /// more aligned with their mean than an isotropic vector: |cos| below
+    /// 4/sqrt(hidden size)), or trained.
+    Diff(DiffArgs),
     /// Print a shell completion script on stdout, e.g.
     /// `embscope completions bash > ~/.local/share/bash-completion/completions/embscope`.
     Completions {
@@ -197,6 +211,35 @@ pub enum RowsFormatArg {
     Json,
     /// numpy .npy: one structured array, a record per row.
     Npy,
+}
+
+/// Arguments of `diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The model fine-tuned: directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
+    pub base: String,
+    /// The fine-tune of it, in any of the same forms.
+    pub tuned: String,
+    /// The matrices to compare.
+    #[arg(long, value_enum, default_value_t = MatricesArg::Both)]
+    pub matrix: MatricesArg,
+    /// Changed rows to list, those that moved most.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+    /// Pair rows by id, even where both models have a tokenizer.
+    #[arg(long)]
+    pub by_id: bool,
+}
+
+/// `diff --matrix`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MatricesArg {
+    /// The input embedding.
+    Embed,
+    /// The output head (the embedding itself on a tied model).
+    Head,
+    /// Both.
+    Both,
 }
 
 /// Arguments of `check`.

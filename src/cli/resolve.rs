@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use clap_complete::Shell;
 
 use crate::cmd::check::Severity;
+use crate::cmd::diff;
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Filter, QuerySpec};
 use crate::cmd::similarity;
@@ -26,9 +27,9 @@ use crate::search::Metric;
 use crate::{Error, Result};
 
 use super::args::{
-    Cli, ColorArg, Command, FailOn, FilterArg, FormatArg, LookupArgs, MatrixArg, MetricArg,
-    NeighborsArgs, RowsArgs, RowsFormatArg, SimilarityArgs, SimilarityFormatArg, SizeArgs, SortArg,
-    UndertrainedArgs,
+    Cli, ColorArg, Command, DiffArgs, FailOn, FilterArg, FormatArg, LookupArgs, MatricesArg,
+    MatrixArg, MetricArg, NeighborsArgs, RowsArgs, RowsFormatArg, SimilarityArgs,
+    SimilarityFormatArg, SizeArgs, SortArg, UndertrainedArgs,
 };
 use crate::usage;
 
@@ -104,6 +105,15 @@ pub enum Task {
     },
     /// `rows`.
     Rows(Rows),
+    /// `diff`.
+    Diff {
+        /// The BASE argument.
+        base: String,
+        /// The TUNED argument.
+        tuned: String,
+        /// What the comparison is asked.
+        request: diff::Request,
+    },
     /// `completions`.
     Completions(Shell),
     /// `man`.
@@ -214,6 +224,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         },
         Command::Undertrained(args) => undertrained(args, &out)?,
         Command::Rows(args) => Task::Rows(rows(args, &out)?),
+        Command::Diff(args) => diff(args, &out),
         Command::Completions { shell } => Task::Completions(shell),
         Command::Man => Task::Man,
     };
@@ -391,6 +402,23 @@ fn undertrained(args: UndertrainedArgs, out: &Out) -> Result<Task> {
             progress: out.progress,
         },
     })
+}
+
+fn diff(args: DiffArgs, out: &Out) -> Task {
+    Task::Diff {
+        base: args.base,
+        tuned: args.tuned,
+        request: diff::Request {
+            matrix: match args.matrix {
+                MatricesArg::Embed => Some(Which::Embed),
+                MatricesArg::Head => Some(Which::Head),
+                MatricesArg::Both => None,
+            },
+            top: args.top,
+            by_id: args.by_id,
+            progress: out.progress,
+        },
+    }
 }
 
 impl From<ColorArg> for ColorChoice {

@@ -11,7 +11,7 @@ use crate::checkpoint::locate::locate;
 use crate::checkpoint::{Checkpoint, Faults, WeightFormat};
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Batch, QuerySpec};
-use crate::cmd::{self, check, undertrained};
+use crate::cmd::{self, check, diff, undertrained};
 use crate::render;
 use crate::render::file::OutputFile;
 use crate::roles::Roles;
@@ -44,8 +44,8 @@ impl From<io::Error> for Stop {
 }
 
 /// Runs `config`; the exit code when it ran to the end: 0, or 1 when
-/// `check` found something at or above `--fail-on` or `tensors --filter`
-/// matched nothing.
+/// `check` found something at or above `--fail-on`, `tensors --filter`
+/// matched nothing or `diff` found a difference.
 pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
     let out = &config.out;
     match &config.task {
@@ -127,6 +127,16 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             emit(&report, out)?;
         }
         Task::Rows(r) => rows(r, config)?,
+        Task::Diff {
+            base,
+            tuned,
+            request,
+        } => {
+            let report = compare(base, tuned, request, config)?;
+            print_notes(out, &report.notes);
+            emit(&report, out)?;
+            return Ok(u8::from(!report.same));
+        }
         Task::Completions(shell) => render::stdout(&pages::completions(*shell))?,
         Task::Man => render::stdout(&pages::man_page()?)?,
     }
@@ -207,6 +217,31 @@ fn load_vocab_with(
         return Vocab::from_gguf(&ckpt.shards[0].path, metadata);
     }
     load(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))
+}
+
+/// `diff`: both models opened, and their tokenizers loaded side by side.
+fn compare(
+    base: &str,
+    tuned: &str,
+    request: &diff::Request,
+    config: &Config,
+) -> Result<diff::DiffReport> {
+    let (base_ckpt, base_roles) = open(base, config)?;
+    let (tuned_ckpt, tuned_roles) = open(tuned, config)?;
+    let (base_vocab, tuned_vocab) = std::thread::scope(|s| {
+        let loading = s.spawn(|| load_vocab(&base_ckpt));
+        let tuned_vocab = load_vocab(&tuned_ckpt);
+        let base_vocab = loading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (base_vocab, tuned_vocab)
+    });
+    let model = |ckpt, roles, vocab| diff::Model { ckpt, roles, vocab };
+    diff::run(
+        model(&base_ckpt, &base_roles, base_vocab?.as_ref()),
+        model(&tuned_ckpt, &tuned_roles, tuned_vocab?.as_ref()),
+        request,
+    )
 }
 
 fn lookup(l: &Lookup, config: &Config) -> std::result::Result<(), Stop> {

@@ -14,8 +14,10 @@
 //! | `rows.rs` | `rows`: every row's norms and under-trained figures, named |
 //! | `check/` | `check`: the consistency audit |
 //! | `undertrained/` | `undertrained`: rows ranked by how untrained they look |
+//! | `diff/` | `diff`: what a fine-tune changed, added and removed |
 
 pub mod check;
+pub mod diff;
 pub mod info;
 pub mod lookup;
 pub mod neighbors;

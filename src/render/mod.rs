@@ -5,7 +5,7 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `mod.rs` | [`Human`], printing, number and table formats |
-//! | `info.rs`, `tensors.rs`, `size.rs`, `neighbors.rs`, `check.rs`, `undertrained.rs` | each command's text |
+//! | `info.rs`, `tensors.rs`, `size.rs`, `neighbors.rs`, `check.rs`, `undertrained.rs`, `diff.rs` | each command's text |
 //! | `lookup.rs` | `lookup`'s table, CSV and `.npy` |
 //! | `similarity.rs` | `similarity`'s table, CSV and picture |
 //! | `rows.rs` | `rows`' CSV, JSON and structured `.npy` |
@@ -16,6 +16,7 @@
 
 pub mod check;
 pub mod color;
+mod diff;
 pub mod file;
 mod info;
 pub mod lookup;

@@ -1,0 +1,354 @@
+//! Text for `diff`: a summary of a few lines (same or different; the
+//! tokens; each matrix's shape, dtype and rows by outcome; the tie), then
+//! for each matrix the distributions of the changed rows as block charts,
+//! the rows that moved most, the rows added with their verdicts and the
+//! rows removed, then the tokens added, removed and renumbered.
+
+use std::fmt::Write;
+
+use super::undertrained::sparkline;
+use super::{Human, Style, count, table};
+use crate::cmd::diff::DiffReport;
+use crate::cmd::diff::{
+    Distribution, Init, InitCounts, MatrixDiff, MatrixSide, TieChange, TokensDiff,
+};
+use crate::roles::TieStatus;
+use crate::score::Histogram;
+
+/// Items of a list shown in text; `--json` has them all.
+const SHOWN: usize = 10;
+
+/// A label padded to the summary's column.
+fn label(style: &Style, s: &str) -> String {
+    style.bold(&format!("{s:<10}"))
+}
+
+/// A token as text: quoted, or `-` for a row no token reaches.
+fn token(t: &Option<String>) -> String {
+    t.as_deref()
+        .map_or_else(|| "-".into(), |t| format!("\"{t}\""))
+}
+
+fn tie(s: TieStatus) -> &'static str {
+    match s {
+        TieStatus::Tied => "tied",
+        TieStatus::TiedHeadStored => "tied, head stored",
+        TieStatus::Untied => "untied",
+        TieStatus::UntiedHeadMissing => "untied, head missing",
+        TieStatus::NoHead => "no head",
+        TieStatus::VocabOnly => "no tensors",
+    }
+}
+
+fn shape(m: &MatrixSide) -> String {
+    format!("[{}, {}] {}", m.rows, m.cols, m.dtype)
+}
+
+/// `[302, 64] BF16 → [307, 64] F32`, or one side when both are alike.
+fn shapes(d: &MatrixDiff) -> String {
+    let (b, t) = (shape(&d.base), shape(&d.tuned));
+    if b == t { b } else { format!("{b} → {t}") }
+}
+
+/// The verdicts with a count, in the order they are tried.
+fn verdicts(c: &InitCounts) -> String {
+    Init::ALL
+        .iter()
+        .map(|&i| {
+            let n = match i {
+                Init::Zeros => c.zeros,
+                Init::Copy => c.copy,
+                Init::Mean => c.mean,
+                Init::Random => c.random,
+                Init::Trained => c.trained,
+            };
+            (n, i.name())
+        })
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, name)| format!("{} {name}", count(n as u64)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One matrix on a line: shape, dtype and rows by outcome.
+fn summary(d: &MatrixDiff) -> String {
+    if d.same_as_embedding {
+        return "tied to the embedding on both sides: as the embedding".to_string();
+    }
+    let mut parts = vec![
+        format!("{} identical", count(d.identical as u64)),
+        format!("{} changed", count(d.changed as u64)),
+    ];
+    if !d.added.is_empty() {
+        parts.push(format!(
+            "{} added ({})",
+            count(d.added.len() as u64),
+            verdicts(&d.init)
+        ));
+    }
+    if !d.removed.is_empty() {
+        parts.push(format!("{} removed", count(d.removed.len() as u64)));
+    }
+    if d.renumbered > 0 {
+        parts.push(format!("{} renumbered", count(d.renumbered as u64)));
+    }
+    format!("{}: {}", shapes(d), parts.join(", "))
+}
+
+fn tokens_summary(t: &TokensDiff) -> String {
+    if !t.compared {
+        return "not compared".to_string();
+    }
+    let mut line = format!(
+        "{} → {} entries: {} added, {} removed, {} renumbered",
+        count(t.base_size as u64),
+        count(t.tuned_size as u64),
+        count(t.added.len() as u64),
+        count(t.removed.len() as u64),
+        count(t.renumbered.len() as u64)
+    );
+    if !t.special_moved.is_empty() {
+        let _ = write!(
+            line,
+            "; special ids moved: {}",
+            t.special_moved
+                .iter()
+                .map(|s| s.role.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some([b, t]) = &t.kind {
+        let _ = write!(line, "; tokenizer {b} → {t}");
+    }
+    line
+}
+
+fn tie_summary(t: &TieChange) -> String {
+    if t.base == t.tuned {
+        format!("{} on both sides", tie(t.base))
+    } else {
+        format!("{} → {}", tie(t.base), tie(t.tuned))
+    }
+}
+
+/// A distribution on one line: its range and median, and a block chart.
+fn distribution(out: &mut String, style: &Style, name: &str, d: &Distribution) {
+    let h = Histogram {
+        min: d.min,
+        max: d.max,
+        counts: d.counts.clone(),
+    };
+    let scale = if d.scale == "log10" {
+        ", log scale"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "  {name:<16} {:.4} {} {:.4}  {}",
+        d.min,
+        sparkline(&h),
+        d.max,
+        style.dim(&format!("median {:.4}{scale}", d.median))
+    );
+}
+
+/// A list cut to [`SHOWN`] items, with how many more `--json` has.
+fn more(out: &mut String, style: &Style, total: usize) {
+    if total > SHOWN {
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.dim(&format!(
+                "… {} more in --json",
+                count((total - SHOWN) as u64)
+            ))
+        );
+    }
+}
+
+/// Indents each line of `text` by two spaces.
+fn indented(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// The details of one matrix: distributions, the rows that moved most,
+/// the rows added and removed.
+fn details(out: &mut String, style: &Style, name: &str, d: &MatrixDiff) {
+    if d.same_as_embedding || !d.differs() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{}  `{}` → `{}`",
+        style.bold(name),
+        d.base.tensor,
+        d.tuned.tensor
+    );
+    if let Some(t) = &d.tolerance {
+        let _ = writeln!(out, "  {}", style.dim(&t.why));
+    }
+    for (what, dist) in [
+        ("cosine", &d.cosine),
+        ("relative change", &d.relative_change),
+    ] {
+        if let Some(dist) = dist {
+            distribution(out, style, what, dist);
+        }
+    }
+    if !d.top_changed.is_empty() {
+        let rows = d
+            .top_changed
+            .iter()
+            .map(|c| {
+                let id = match c.base_id == c.id {
+                    true => c.id.to_string(),
+                    false => format!("{} (base {})", c.id, c.base_id),
+                };
+                let change = c
+                    .relative_change
+                    .map_or_else(|| "from 0".into(), |r| format!("{r:.4}"));
+                vec![id, token(&c.token), format!("{:.4}", c.cosine), change]
+            })
+            .collect();
+        let head = ["changed", "token", "cosine", "change"];
+        out.push_str(&indented(&table(&head, &[0, 2, 3], rows)));
+    }
+    if !d.added.is_empty() {
+        let rows = d
+            .added
+            .iter()
+            .take(SHOWN)
+            .map(|a| {
+                let init = match (a.copy_of, &a.copy_of_token) {
+                    (Some(b), Some(t)) => format!("copy of {b} \"{t}\""),
+                    (Some(b), None) => format!("copy of {b}"),
+                    _ => a.init.name().to_string(),
+                };
+                let fig = |x: Option<f32>| x.map_or_else(|| "-".into(), |x| format!("{x:.4}"));
+                vec![
+                    a.id.to_string(),
+                    token(&a.token),
+                    init,
+                    format!("{:.4}", a.norm),
+                    fig(a.cosine_to_mean),
+                ]
+            })
+            .collect();
+        let head = ["added", "token", "init", "norm", "cos to mean"];
+        out.push_str(&indented(&table(&head, &[0, 3, 4], rows)));
+        more(out, style, d.added.len());
+        if d.init_basis.as_ref().is_some_and(|b| !b.copies_sought) {
+            let _ = writeln!(
+                out,
+                "  {}",
+                style.dim("copies are not looked for where values are rounded: a copied row shows as mean, random or trained")
+            );
+        }
+    }
+    if !d.removed.is_empty() {
+        let list: Vec<String> = d
+            .removed
+            .iter()
+            .take(SHOWN)
+            .map(|r| format!("{} {}", r.id, token(&r.token)))
+            .collect();
+        let _ = writeln!(out, "  removed  {}", list.join(", "));
+        more(out, style, d.removed.len());
+    }
+}
+
+/// The tokens added, removed and renumbered, and the special-token ids
+/// that moved.
+fn token_details(out: &mut String, style: &Style, t: &TokensDiff) {
+    if !t.compared || !t.differs() {
+        return;
+    }
+    let _ = writeln!(out, "\n{}", style.bold("tokens"));
+    let mut list = |what: &str, items: Vec<String>| {
+        if items.is_empty() {
+            return;
+        }
+        let total = items.len();
+        let shown: Vec<String> = items.into_iter().take(SHOWN).collect();
+        let _ = writeln!(out, "  {what:<11} {}", shown.join(", "));
+        more(out, style, total);
+    };
+    let special = |s: bool| if s { " (special)" } else { "" };
+    list(
+        "added",
+        t.added
+            .iter()
+            .map(|a| format!("{} \"{}\"{}", a.id, a.token, special(a.special)))
+            .collect(),
+    );
+    list(
+        "removed",
+        t.removed
+            .iter()
+            .map(|r| format!("{} \"{}\"{}", r.id, r.token, special(r.special)))
+            .collect(),
+    );
+    list(
+        "renumbered",
+        t.renumbered
+            .iter()
+            .map(|r| format!("\"{}\" {} → {}", r.token, r.base_id, r.tuned_id))
+            .collect(),
+    );
+    list("special", special_moves(t));
+}
+
+/// The special-token roles that moved, one item each.
+fn special_moves(t: &TokensDiff) -> Vec<String> {
+    let ids = |v: &[i64]| match v {
+        [] => "none".to_string(),
+        v => v.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+    };
+    t.special_moved
+        .iter()
+        .map(|s| {
+            let names: String = s
+                .tuned_tokens
+                .iter()
+                .flatten()
+                .map(|t| format!(" \"{t}\""))
+                .collect();
+            format!("{} {} → {}{names}", s.role, ids(&s.base), ids(&s.tuned))
+        })
+        .collect()
+}
+
+impl Human for DiffReport {
+    fn human(&self, style: &Style) -> String {
+        let mut out = String::new();
+        let verdict = if self.same { "same" } else { "different" };
+        let _ = writeln!(
+            out,
+            "{}  {} → {}: {verdict}",
+            style.bold("diff"),
+            self.base,
+            self.tuned
+        );
+        let _ = writeln!(
+            out,
+            "{} {}",
+            label(style, "tokens"),
+            tokens_summary(&self.tokens)
+        );
+        for (name, d) in [("embedding", &self.embedding), ("head", &self.head)] {
+            if let Some(d) = d {
+                let _ = writeln!(out, "{} {}", label(style, name), summary(d));
+            }
+        }
+        let _ = writeln!(out, "{} {}", label(style, "tie"), tie_summary(&self.tie));
+        for (name, d) in [("embedding", &self.embedding), ("head", &self.head)] {
+            if let Some(d) = d {
+                details(&mut out, style, name, d);
+            }
+        }
+        token_details(&mut out, style, &self.tokens);
+        out
+    }
+}
