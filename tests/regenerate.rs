@@ -5,6 +5,8 @@
 pub mod checkpoints;
 #[path = "../fixtures/gen/defects.rs"]
 mod defects;
+#[path = "../fixtures/gen/finetune.rs"]
+pub mod finetune;
 #[path = "../fixtures/gen/gguf.rs"]
 pub mod gguf;
 #[path = "../fixtures/gen/gguf_iq.rs"]
