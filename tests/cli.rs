@@ -6,6 +6,7 @@ mod check;
 mod check_candidates;
 mod common;
 mod conventions;
+mod diff;
 mod gguf;
 mod gguf_fuzz;
 mod gguf_vocab;

@@ -179,13 +179,11 @@ fn details(out: &mut String, style: &Style, name: &str, d: &MatrixDiff) {
     if d.same_as_embedding || !d.differs() {
         return;
     }
-    let _ = writeln!(
-        out,
-        "\n{}  `{}` → `{}`",
-        style.bold(name),
-        d.base.tensor,
-        d.tuned.tensor
-    );
+    let tensors = match (&d.base.tensor, &d.tuned.tensor) {
+        (b, t) if b == t => format!("`{b}`"),
+        (b, t) => format!("`{b}` → `{t}`"),
+    };
+    let _ = writeln!(out, "\n{}  {tensors}", style.bold(name));
     if let Some(t) = &d.tolerance {
         let _ = writeln!(out, "  {}", style.dim(&t.why));
     }
