@@ -12,7 +12,7 @@
 //! row of a pair is made as `dots::dots` makes it, bit for bit, so that a
 //! row's key (see `key::values_key`) is the same whichever loop read it.
 
-use super::dots::{dots, madd};
+use super::dots::{axpy, dots, madd};
 use super::key::values_key;
 use super::mean::add_row;
 use super::row::{Bf16, F32Bytes, L, Row};
@@ -159,11 +159,19 @@ pub(crate) struct Compared {
     pub key: u64,
 }
 
-/// Buffers for rows of dtypes read converted, reused block after block.
+/// Base rows added in f32 before their sum is added to the f64 column
+/// sums: adding in f32 takes half the instructions and memory of adding
+/// each row in f64, and a sum of this many values loses less than a
+/// millionth of its magnitude.
+const F32_RUN: usize = 64;
+
+/// Buffers for rows of dtypes read converted, and the f32 sum of the last
+/// few base rows, reused block after block.
 #[derive(Default)]
 pub(crate) struct Scratch {
     base: Vec<f32>,
     tuned: Vec<f32>,
+    run: Vec<f32>,
 }
 
 /// Compares the rows of `block`, appending one [`Compared`] per base row
@@ -286,8 +294,10 @@ fn rows<const FMA: bool, A: Reader, B: Reader>(
         .expect("Matrix::new checked the row size") as usize;
     scratch.base.resize(cols, 0.0);
     scratch.tuned.resize(cols, 0.0);
+    scratch.run.clear();
+    scratch.run.resize(cols, 0.0);
     out.reserve(tuned_rows.len());
-    let mut added = 0;
+    let (mut added, mut in_run) = (0, 0);
     for (i, other) in tuned_rows.iter().enumerate() {
         let a = base.read(&raw[i * row_bytes..(i + 1) * row_bytes], &mut scratch.base);
         let s = match other {
@@ -300,15 +310,32 @@ fn rows<const FMA: bool, A: Reader, B: Reader>(
         if let Some(sums) = sums.as_deref_mut()
             && s.aa.is_finite()
         {
-            add_row(sums, a);
+            axpy::<FMA, _>(&mut scratch.run, &[1.0], &[a]);
             added += 1;
+            in_run += 1;
+            if in_run == F32_RUN {
+                flush(sums, &mut scratch.run);
+                in_run = 0;
+            }
         }
         out.push(Compared {
             sums: s,
             key: if keys { values_key(a, s.aa) } else { 0 },
         });
     }
+    if let Some(sums) = sums
+        && in_run > 0
+    {
+        flush(sums, &mut scratch.run);
+    }
     added
+}
+
+/// Adds the f32 sums of `run` to `sums` in f64, and zeroes them.
+#[inline(always)]
+fn flush(sums: &mut [f64], run: &mut [f32]) {
+    add_row(sums, &*run);
+    run.fill(0.0);
 }
 
 #[cfg(test)]
