@@ -40,7 +40,7 @@ use crate::roles::{Roles, TieStatus, Which};
 use crate::vocab::Vocab;
 use crate::{Error, Result};
 use matrix::{Names, Pair};
-use pairing::Pairing;
+use pairing::{Matched, Pairing};
 
 /// What `diff` is asked.
 #[derive(Debug, Clone)]
@@ -113,14 +113,14 @@ pub fn run(base: Model, tuned: Model, req: &Request) -> Result<DiffReport> {
     for p in &pairs {
         same_width(base, tuned, p)?;
     }
-    let (tokens, by_token) = tokenizers(base, tuned, req, &mut notes)?;
+    let (tokens, matched) = tokenizers(base, tuned, req, &mut notes)?;
     let names = Names {
         base: base.vocab,
         tuned: tuned.vocab,
     };
-    let pairing = |p: &Pair| match (by_token, base.vocab, tuned.vocab) {
-        (true, Some(b), Some(t)) => Pairing::by_token(b, t, p.base.rows(), p.tuned.rows()),
-        _ => Pairing::by_id(p.base.rows(), p.tuned.rows()),
+    let pairing = |p: &Pair| match &matched {
+        Some(m) => Pairing::by_token(m, p.base.rows(), p.tuned.rows()),
+        None => Pairing::by_id(p.base.rows(), p.tuned.rows()),
     };
     let both_tied = [base, tuned]
         .iter()
@@ -159,7 +159,7 @@ pub fn run(base: Model, tuned: Model, req: &Request) -> Result<DiffReport> {
         base: base.ckpt.model.clone(),
         tuned: tuned.ckpt.model.clone(),
         same,
-        paired_by: if by_token { "token" } else { "id" },
+        paired_by: if matched.is_some() { "token" } else { "id" },
         tokens,
         tie,
         embedding,
@@ -233,14 +233,15 @@ fn same_width(base: Model, tuned: Model, p: &Pair) -> Result<()> {
     )))
 }
 
-/// The tokenizer's diff, and whether rows pair by token: when both models
-/// have a tokenizer, they share tokens, and `--by-id` is not given.
+/// The tokenizer's diff, and the tokens matched by text when rows pair by
+/// token: when both models have a tokenizer, they share tokens, and
+/// `--by-id` is not given.
 fn tokenizers(
     base: Model,
     tuned: Model,
     req: &Request,
     notes: &mut Vec<String>,
-) -> Result<(TokensDiff, bool)> {
+) -> Result<(TokensDiff, Option<Matched>)> {
     let (b, t) = match (base.vocab, tuned.vocab) {
         (Some(b), Some(t)) => (b, t),
         (b, t) => {
@@ -253,10 +254,11 @@ fn tokenizers(
                 "{}: rows are paired by id and tokens are not compared",
                 missing.join(", and ")
             ));
-            return Ok((TokensDiff::default(), false));
+            return Ok((TokensDiff::default(), None));
         }
     };
-    let tokens = tokens::compare(b, t);
+    let matched = Matched::new(b, t);
+    let tokens = tokens::compare(b, t, &matched);
     // A fine-tune keeps its base's tokens (or, trimmed, keeps only some
     // of them): sharing fewer than half of the smaller vocabulary's
     // entries, two tokenizers are different ones, whose rows pair by
@@ -277,7 +279,7 @@ fn tokenizers(
             t.size()
         )));
     }
-    Ok((tokens, !req.by_id))
+    Ok((tokens, (!req.by_id).then_some(matched)))
 }
 
 /// Lets go of the mapped pages of the tensors read.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::pairing::{Matched, NONE};
 use crate::vocab::{ROLES, Vocab};
 
 /// A token present on one side only.
@@ -82,8 +83,8 @@ impl TokensDiff {
     }
 }
 
-/// The diff of two vocabularies.
-pub(crate) fn compare(base: &Vocab, tuned: &Vocab) -> TokensDiff {
+/// The diff of two vocabularies whose tokens `matched` matched.
+pub(crate) fn compare(base: &Vocab, tuned: &Vocab, matched: &Matched) -> TokensDiff {
     let mut d = TokensDiff {
         compared: true,
         base_size: base.size(),
@@ -91,33 +92,28 @@ pub(crate) fn compare(base: &Vocab, tuned: &Vocab) -> TokensDiff {
         ..TokensDiff::default()
     };
     let readable = |v: &Vocab, id: u32| v.readable(id).unwrap_or_default();
-    for t in 0..tuned.size() as u32 {
-        let Some(text) = tuned.token(t) else { continue };
-        let b = match base.token(t) {
-            Some(same) if same == text => Some(t),
-            _ => base.id(text),
-        };
-        match b {
-            None => d.added.push(Token {
+    for (t, &b) in matched.base_of.iter().enumerate() {
+        let t = t as u32;
+        if b != NONE {
+            d.shared += 1;
+            if b != t {
+                d.renumbered.push(Renumbered {
+                    token: readable(tuned, t),
+                    base_id: b,
+                    tuned_id: t,
+                });
+            }
+        } else if tuned.has_token(t) {
+            d.added.push(Token {
                 id: t,
                 token: readable(tuned, t),
                 special: tuned.is_special(t),
-            }),
-            Some(b) => {
-                d.shared += 1;
-                if b != t {
-                    d.renumbered.push(Renumbered {
-                        token: readable(tuned, t),
-                        base_id: b,
-                        tuned_id: t,
-                    });
-                }
-            }
+            });
         }
     }
-    for b in 0..base.size() as u32 {
-        let Some(text) = base.token(b) else { continue };
-        if tuned.token(b) != Some(text) && tuned.id(text).is_none() {
+    for (b, &t) in matched.tuned_of.iter().enumerate() {
+        let b = b as u32;
+        if t == NONE && base.has_token(b) {
             d.removed.push(Token {
                 id: b,
                 token: readable(base, b),
