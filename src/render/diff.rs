@@ -10,7 +10,7 @@ use super::undertrained::sparkline;
 use super::{Human, Style, count, table};
 use crate::cmd::diff::DiffReport;
 use crate::cmd::diff::{
-    Distribution, Init, InitCounts, MatrixDiff, MatrixSide, TieChange, TokensDiff,
+    Added, Distribution, Init, InitCounts, MatrixDiff, MatrixSide, TieChange, Token, TokensDiff,
 };
 use crate::roles::TieStatus;
 use crate::score::Histogram;
@@ -214,29 +214,7 @@ fn details(out: &mut String, style: &Style, name: &str, d: &MatrixDiff) {
         out.push_str(&indented(&table(&head, &[0, 2, 3], rows)));
     }
     if !d.added.is_empty() {
-        let rows = d
-            .added
-            .iter()
-            .take(SHOWN)
-            .map(|a| {
-                let init = match (a.copy_of, &a.copy_of_token) {
-                    (Some(b), Some(t)) => format!("copy of {b} \"{t}\""),
-                    (Some(b), None) => format!("copy of {b}"),
-                    _ => a.init.name().to_string(),
-                };
-                let fig = |x: Option<f32>| x.map_or_else(|| "-".into(), |x| format!("{x:.4}"));
-                vec![
-                    a.id.to_string(),
-                    token(&a.token),
-                    init,
-                    format!("{:.4}", a.norm),
-                    fig(a.cosine_to_mean),
-                ]
-            })
-            .collect();
-        let head = ["added", "token", "init", "norm", "cos to mean"];
-        out.push_str(&indented(&table(&head, &[0, 3, 4], rows)));
-        more(out, style, d.added.len());
+        added(out, style, &d.added);
         if d.init_basis.as_ref().is_some_and(|b| !b.copies_sought) {
             let _ = writeln!(
                 out,
@@ -257,6 +235,58 @@ fn details(out: &mut String, style: &Style, name: &str, d: &MatrixDiff) {
     }
 }
 
+/// The added rows: each with its verdict and figures when there are few;
+/// else runs of consecutive rows of one verdict, so that every kind shows.
+fn added(out: &mut String, style: &Style, added: &[Added]) {
+    if added.len() > SHOWN {
+        let runs = added.chunk_by(|a, b| a.init == b.init && b.id == a.id + 1);
+        let total = runs.clone().count();
+        let rows = runs
+            .take(SHOWN)
+            .map(|run| {
+                let (first, last) = (&run[0], &run[run.len() - 1]);
+                let (ids, tokens) = match run.len() {
+                    1 => (first.id.to_string(), token(&first.token)),
+                    _ => (
+                        format!("{}-{}", first.id, last.id),
+                        format!("{} … {}", token(&first.token), token(&last.token)),
+                    ),
+                };
+                vec![
+                    ids,
+                    tokens,
+                    first.init.name().to_string(),
+                    count(run.len() as u64),
+                ]
+            })
+            .collect();
+        let head = ["added", "tokens", "init", "rows"];
+        out.push_str(&indented(&table(&head, &[0, 3], rows)));
+        more(out, style, total);
+        return;
+    }
+    let rows = added
+        .iter()
+        .map(|a| {
+            let init = match (a.copy_of, &a.copy_of_token) {
+                (Some(b), Some(t)) => format!("copy of {b} \"{t}\""),
+                (Some(b), None) => format!("copy of {b}"),
+                _ => a.init.name().to_string(),
+            };
+            let fig = |x: Option<f32>| x.map_or_else(|| "-".into(), |x| format!("{x:.4}"));
+            vec![
+                a.id.to_string(),
+                token(&a.token),
+                init,
+                format!("{:.4}", a.norm),
+                fig(a.cosine_to_mean),
+            ]
+        })
+        .collect();
+    let head = ["added", "token", "init", "norm", "cos to mean"];
+    out.push_str(&indented(&table(&head, &[0, 3, 4], rows)));
+}
+
 /// The tokens added, removed and renumbered, and the special-token ids
 /// that moved.
 fn token_details(out: &mut String, style: &Style, t: &TokensDiff) {
@@ -273,21 +303,8 @@ fn token_details(out: &mut String, style: &Style, t: &TokensDiff) {
         let _ = writeln!(out, "  {what:<11} {}", shown.join(", "));
         more(out, style, total);
     };
-    let special = |s: bool| if s { " (special)" } else { "" };
-    list(
-        "added",
-        t.added
-            .iter()
-            .map(|a| format!("{} \"{}\"{}", a.id, a.token, special(a.special)))
-            .collect(),
-    );
-    list(
-        "removed",
-        t.removed
-            .iter()
-            .map(|r| format!("{} \"{}\"{}", r.id, r.token, special(r.special)))
-            .collect(),
-    );
+    list("added", tokens(&t.added));
+    list("removed", tokens(&t.removed));
     list(
         "renumbered",
         t.renumbered
@@ -296,6 +313,34 @@ fn token_details(out: &mut String, style: &Style, t: &TokensDiff) {
             .collect(),
     );
     list("special", special_moves(t));
+}
+
+/// Tokens as items: each alone when there are few, else runs of
+/// consecutive ids of one kind (`128256-128511 "<|a|>" … "<|z|>" (256,
+/// special)`).
+fn tokens(list: &[Token]) -> Vec<String> {
+    let special = |s: bool| if s { " (special)" } else { "" };
+    if list.len() <= SHOWN {
+        return list
+            .iter()
+            .map(|t| format!("{} \"{}\"{}", t.id, t.token, special(t.special)))
+            .collect();
+    }
+    list.chunk_by(|a, b| a.special == b.special && b.id == a.id + 1)
+        .map(|run| match run {
+            [one] => format!("{} \"{}\"{}", one.id, one.token, special(one.special)),
+            [first, .., last] => format!(
+                "{}-{} \"{}\" … \"{}\" ({}{})",
+                first.id,
+                last.id,
+                first.token,
+                last.token,
+                count(run.len() as u64),
+                if first.special { ", special" } else { "" }
+            ),
+            [] => unreachable!("runs are not empty"),
+        })
+        .collect()
 }
 
 /// The special-token roles that moved, one item each.
