@@ -13,7 +13,6 @@ use crate::cmd::diff::{
     Added, Distribution, Init, InitCounts, MatrixDiff, MatrixSide, TieChange, Token, TokensDiff,
 };
 use crate::roles::TieStatus;
-use crate::score::Histogram;
 
 /// Items of a list shown in text; `--json` has them all.
 const SHOWN: usize = 10;
@@ -134,11 +133,6 @@ fn tie_summary(t: &TieChange) -> String {
 
 /// A distribution on one line: its range and median, and a block chart.
 fn distribution(out: &mut String, style: &Style, name: &str, d: &Distribution) {
-    let h = Histogram {
-        min: d.min,
-        max: d.max,
-        counts: d.counts.clone(),
-    };
     let scale = if d.scale == "log10" {
         ", log scale"
     } else {
@@ -148,7 +142,7 @@ fn distribution(out: &mut String, style: &Style, name: &str, d: &Distribution) {
         out,
         "  {name:<16} {:.4} {} {:.4}  {}",
         d.min,
-        sparkline(&h),
+        sparkline(&d.counts),
         d.max,
         style.dim(&format!("median {:.4}{scale}", d.median))
     );

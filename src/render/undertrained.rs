@@ -5,17 +5,18 @@
 use std::fmt::Write;
 
 use super::{Human, Style, count, table};
-use crate::cmd::undertrained::{Candidate, Histogram, UndertrainedReport};
+use crate::cmd::undertrained::{Candidate, UndertrainedReport};
 use crate::vocab::TokenKind;
 
 /// Bar heights, lowest first.
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// One char per bin, heights on a log scale (an empty bin is a space, the
-/// fullest is `█`), so that the few high-scoring rows still show.
-pub fn sparkline(h: &Histogram) -> String {
-    let top = h.counts.iter().copied().max().unwrap_or(0);
-    h.counts
+/// One char per bin of `counts`, heights on a log scale (an empty bin is
+/// a space, the fullest is `█`), so that the few high-scoring rows still
+/// show.
+pub fn sparkline(counts: &[u64]) -> String {
+    let top = counts.iter().copied().max().unwrap_or(0);
+    counts
         .iter()
         .map(|&c| match c {
             0 => ' ',
@@ -43,7 +44,7 @@ fn chart(r: &UndertrainedReport, style: &Style, out: &mut String) {
             width
         ))
     );
-    let _ = writeln!(out, "{}", sparkline(h));
+    let _ = writeln!(out, "{}", sparkline(&h.counts));
     if h.max >= r.threshold {
         let at = h.bin_of(r.threshold);
         let _ = writeln!(
@@ -192,6 +193,7 @@ impl Human for UndertrainedReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::undertrained::Histogram;
 
     #[test]
     fn sparkline_heights_are_logarithmic() {
@@ -200,12 +202,12 @@ mod tests {
             max: 1.0,
             counts: vec![1000, 0, 1, 10, 31],
         };
-        assert_eq!(sparkline(&h), "█ ▁▃▄");
+        assert_eq!(sparkline(&h.counts), "█ ▁▃▄");
         let one = Histogram {
             min: 0.0,
             max: 1.0,
             counts: vec![1, 0],
         };
-        assert_eq!(sparkline(&one), "█ ");
+        assert_eq!(sparkline(&one.counts), "█ ");
     }
 }
