@@ -19,7 +19,8 @@ const EXIT_STATUS: [(&str, &str); 3] = [
     ),
     (
         "1",
-        "check found something at or above --fail-on; tensors --filter matched no tensor.",
+        "check found something at or above --fail-on; tensors --filter matched no tensor; \
+         diff found a difference in the vocabulary layers or the tokenizer.",
     ),
     (
         "2",
