@@ -379,7 +379,10 @@ impl Human for DiffReport {
                 let _ = writeln!(out, "{} {}", label(style, name), summary(d));
             }
         }
-        let _ = writeln!(out, "{} {}", label(style, "tie"), tie_summary(&self.tie));
+        // The tie concerns the head: said when it was compared, or changed.
+        if self.head.is_some() || self.tie.base != self.tie.tuned {
+            let _ = writeln!(out, "{} {}", label(style, "tie"), tie_summary(&self.tie));
+        }
         for (name, d) in [("embedding", &self.embedding), ("head", &self.head)] {
             if let Some(d) = d {
                 details(&mut out, style, name, d);
