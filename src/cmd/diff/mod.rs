@@ -47,7 +47,7 @@ use pairing::{Matched, Pairing};
 pub struct Request {
     /// One matrix only, or (None) the embedding and the head.
     pub matrix: Option<Which>,
-    /// Changed rows to list, and added or removed rows in the text.
+    /// Changed rows to list, those that moved most.
     pub top: usize,
     /// Pair rows by id even when both models have a tokenizer.
     pub by_id: bool,
@@ -104,13 +104,10 @@ pub struct DiffReport {
 pub fn run(base: Model, tuned: Model, req: &Request) -> Result<DiffReport> {
     crate::cpu::mask_ok()?;
     let mut notes = Vec::new();
-    let [embed, head] = roles(base, tuned, req, &mut notes)?;
-    let pairs: Vec<Pair> = [embed, head]
-        .into_iter()
-        .flatten()
-        .map(|ts| pair(base, tuned, ts))
-        .collect::<Result<_>>()?;
-    for p in &pairs {
+    let tensors = roles(base, tuned, req, &mut notes)?;
+    let [embed_pair, head_pair] = tensors.map(|ts| ts.map(|ts| pair(base, tuned, ts)));
+    let (embed_pair, head_pair) = (embed_pair.transpose()?, head_pair.transpose()?);
+    for p in embed_pair.iter().chain(&head_pair) {
         same_width(base, tuned, p)?;
     }
     let (tokens, matched) = tokenizers(base, tuned, req, &mut notes)?;
@@ -118,33 +115,33 @@ pub fn run(base: Model, tuned: Model, req: &Request) -> Result<DiffReport> {
         base: base.vocab,
         tuned: tuned.vocab,
     };
-    let pairing = |p: &Pair| match &matched {
-        Some(m) => Pairing::by_token(m, p.base.rows(), p.tuned.rows()),
-        None => Pairing::by_id(p.base.rows(), p.tuned.rows()),
+    let total = embed_pair
+        .iter()
+        .chain(&head_pair)
+        .map(|p| p.base.rows() as u64)
+        .sum();
+    let progress = Progress::new(req.progress, total, "diff");
+    let diff = |p: &Pair| {
+        let pairing = match &matched {
+            Some(m) => Pairing::by_token(m, p.base.rows(), p.tuned.rows()),
+            None => Pairing::by_id(p.base.rows(), p.tuned.rows()),
+        };
+        matrix::diff(p, &pairing, names, req.top, &progress)
     };
     let both_tied = [base, tuned]
         .iter()
         .all(|m| m.roles.tie.status == TieStatus::Tied);
-    let total = pairs.iter().map(|p| p.base.rows() as u64).sum();
-    let progress = Progress::new(req.progress, total, "diff");
-    let mut diffs: Vec<MatrixDiff> = Vec::new();
-    for (i, p) in pairs.iter().enumerate() {
-        let d = if i == 1 && both_tied {
-            // The head is the embedding on both sides: its diff, again.
-            MatrixDiff {
-                same_as_embedding: true,
-                ..diffs[0].clone()
-            }
-        } else {
-            matrix::diff(p, &pairing(p), names, req.top, &progress)
-        };
-        diffs.push(d);
-    }
+    let embedding = embed_pair.as_ref().map(diff);
+    let head = head_pair.as_ref().map(|p| match &embedding {
+        // The head is the embedding on both sides: its diff, again.
+        Some(e) if both_tied => MatrixDiff {
+            same_as_embedding: true,
+            ..e.clone()
+        },
+        _ => diff(p),
+    });
     progress.finish();
-    release(base, tuned, [embed, head]);
-    let mut diffs = diffs.into_iter();
-    let embedding = embed.and_then(|_| diffs.next());
-    let head = head.and_then(|_| diffs.next());
+    release(base, tuned, tensors);
     let tie = TieChange {
         base: base.roles.tie.status,
         tuned: tuned.roles.tie.status,
@@ -168,11 +165,12 @@ pub fn run(base: Model, tuned: Model, req: &Request) -> Result<DiffReport> {
     })
 }
 
-/// The tensors compared: `[embedding, head]`, each the base's and the
-/// fine-tune's, none where not asked. A head one side does not have is
-/// an error when asked for alone, else left out with a note.
+/// The base's and the fine-tune's tensor of one role, when compared.
 type Tensors<'a> = Option<[&'a TensorEntry; 2]>;
 
+/// The tensors compared, `[embedding, head]`, none where not asked. A
+/// head one side does not have is an error when asked for alone, else
+/// left out with a note.
 fn roles<'a>(
     base: Model<'a>,
     tuned: Model<'a>,
