@@ -24,6 +24,7 @@ mod ollama;
 mod regenerate;
 mod rows;
 mod safetensors_fuzz;
+mod side_files;
 mod sigbus;
 mod similarity;
 mod size;

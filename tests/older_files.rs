@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{fails, fixture, fixture_copy, json, text};
+use crate::common::{fails, fixture, fixture_copy, goes_on, json, text, unreadable_findings};
 
 /// The ids `lookup --text` gives, with or without the special tokens.
 fn text_ids(model: &str, text: &str, special: bool) -> Vec<u64> {
@@ -271,28 +271,33 @@ fn malformed_older_files_are_errors_naming_file_and_line() {
     let merges = dir.path().join("merges.txt");
     let good = std::fs::read_to_string(&merges).unwrap();
     std::fs::write(&merges, good.replacen('\n', "\nĠ k i\n", 1)).unwrap();
-    for cmd in ["info", "check"] {
-        fails(
-            &[cmd, d],
-            "merges.txt`: line 2 is \"Ġ k i\", expected two tokens separated by one space",
-        );
-    }
+    // Rows by id and `info` do without the vocabulary; `check` reports it.
+    let why = "merges.txt` is unreadable: line 2 is \"Ġ k i\", expected two tokens separated by one space";
+    goes_on(&["info", d], 0, "merges.txt");
+    unreadable_findings(d, why);
+    fails(
+        &["lookup", d, "--token", "Ġking"],
+        "merges.txt`: line 2 is \"Ġ k i\", expected two tokens separated by one space",
+    );
     std::fs::write(&merges, &good).unwrap();
     std::fs::write(dir.path().join("vocab.json"), r#"["a", "b"]"#).unwrap();
     fails(
-        &["info", d],
+        &["lookup", d, "--token", "a"],
         "vocab.json`: expected a JSON object of token ids",
     );
     std::fs::write(dir.path().join("vocab.json"), r#"{"a": -1}"#).unwrap();
     fails(
-        &["info", d],
+        &["lookup", d, "--token", "a"],
         "vocab.json`: expected a JSON object of token ids: invalid value: integer `-1`",
     );
 
     let dir = fixture_copy("bert-vocab-txt");
     let d = dir.path().to_str().unwrap();
     std::fs::write(dir.path().join("vocab.txt"), b"[PAD]\n[UNK]\nk\xffing\n").unwrap();
-    fails(&["info", d], "vocab.txt`: line 3 is not valid UTF-8");
+    fails(
+        &["lookup", d, "--token", "king"],
+        "vocab.txt`: line 3 is not valid UTF-8",
+    );
     // Lines end as Python reads them: \r\n and \r too.
     std::fs::write(dir.path().join("vocab.txt"), "[PAD]\r\n[UNK]\r[CLS]\nking").unwrap();
     let v = json(&["lookup", d, "--token", "king", "--token", "[CLS]"]);
@@ -411,13 +416,14 @@ fn a_sentencepiece_model_gives_ids_and_tokens_and_without_its_class_no_text() {
         .find(|f| f["kind"] == "tokenizer, not read")
         .unwrap();
     assert_eq!(unread["path"], model.display().to_string());
-    // A damaged one is an error naming it.
+    // A damaged one is an error naming it, where the vocabulary is needed.
     let good = std::fs::read(fixture("sentencepiece-model") + "/tokenizer.model").unwrap();
     std::fs::write(&model, &good[..5]).unwrap();
     fails(
-        &["info", d],
+        &["lookup", d, "--token", "▁king"],
         "tokenizer.model`: not a SentencePiece model: a field of 14 bytes at byte 2 runs past the end",
     );
+    goes_on(&["info", d], 0, "tokenizer.model");
 }
 
 #[test]
@@ -450,9 +456,10 @@ fn a_t5_spiece_model_gives_its_pieces_and_sentinels() {
     assert_eq!(json(&["info", d])["tokenizer"]["size"], 476);
     config(json!({"tokenizer_class": "T5Tokenizer", "extra_ids": "many"}));
     fails(
-        &["info", d],
+        &["lookup", d, "--token", "▁king"],
         "tokenizer_config.json`: `extra_ids` is \"many\", expected a count up to 65536",
     );
+    goes_on(&["info", d], 0, "tokenizer_config.json");
     // Another class's spiece.model (ALBERT's, XLNet's ...) is not read.
     config(json!({"tokenizer_class": "AlbertTokenizer"}));
     let v = json(&["info", d]);

@@ -13,6 +13,8 @@ pub mod gguf;
 mod gguf_iq;
 #[path = "../fixtures/gen/pieces.rs"]
 mod pieces;
+#[path = "../fixtures/gen/side_files.rs"]
+mod side_files;
 #[path = "../fixtures/gen/tokenizer_files.rs"]
 mod tokenizer_files;
 #[path = "../fixtures/gen/untrained.rs"]

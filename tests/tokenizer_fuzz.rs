@@ -647,8 +647,10 @@ fn mutated_side_files_never_panic() {
     let out = run_side(11, |n| n >= 200);
     assert_eq!(out.panic, None);
     assert_eq!(out.binary, 3);
-    // Both outcomes are exercised: many mutants still answer, many do not.
-    assert!((20..180).contains(&out.answered), "{out:?}");
+    // Both outcomes are exercised: most mutants still answer (a broken
+    // special-token file or config.json is left out), some do not (a
+    // broken tokenizer.json, which the tests' vocabulary load needs).
+    assert!((20..195).contains(&out.answered), "{out:?}");
 }
 
 #[test]

@@ -18,6 +18,7 @@
 //! | `gguf_split.rs` | a GGUF model split into several files |
 //! | `gguf_config.rs` | the config of a GGUF file, from its metadata |
 //! | `config.rs` | `config.json`, read leniently |
+//! | `unreadable.rs` | side files that could not be read, and what is wrong with each |
 //! | `unmap.rs` | letting go of tensors' mapped pages, on all cores |
 
 pub mod config;
@@ -31,6 +32,7 @@ mod index;
 pub mod locate;
 mod ollama;
 mod unmap;
+mod unreadable;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -41,6 +43,7 @@ use candle_core::quantized::gguf_file::Value as GgufValue;
 
 pub use config::ModelConfig;
 pub use locate::{HubSnapshot, Sources};
+pub use unreadable::Unreadable;
 
 use crate::dtype::Dtype;
 use crate::mapped::Mapped;
@@ -158,8 +161,13 @@ pub struct Checkpoint {
     pub shards: Vec<Shard>,
     /// Every tensor, by name.
     pub tensors: BTreeMap<String, TensorEntry>,
-    /// `config.json`, when present; for GGUF, built from the metadata.
+    /// `config.json`, when present and readable; for GGUF, built from the
+    /// metadata.
     pub config: Option<ModelConfig>,
+    /// The side files opening read and could not (a malformed
+    /// config.json): opening went on without them, as without the file,
+    /// and the caller says so (see [`Unreadable`]).
+    pub unreadable: Vec<Unreadable>,
     /// The safetensors headers that give tensor names twice (opened with
     /// [`Faults::Record`]; with [`Faults::Refuse`] such a file is an error).
     pub duplicate_names: Vec<DuplicateNames>,
@@ -228,7 +236,15 @@ impl Checkpoint {
         if let (Some(wm), Some(index_path)) = (&weight_map, &sources.index) {
             wm.check_against(index_path, &tensors, &sources.shards)?;
         }
-        let config = ModelConfig::load(&sources.dir)?;
+        // Nothing needs the config: the tie is decided from the files
+        // without one, so a broken config blocks no command.
+        let (config, unreadable) = match ModelConfig::load(&sources.dir) {
+            Ok(config) => (config, Vec::new()),
+            Err(e) => (
+                None,
+                vec![Unreadable::from_error(&e, &sources.dir.join("config.json"))],
+            ),
+        };
         Ok(Checkpoint {
             format: WeightFormat::Safetensors,
             model: model.to_string(),
@@ -236,6 +252,7 @@ impl Checkpoint {
             shards,
             tensors,
             config,
+            unreadable,
             duplicate_names,
             gguf_metadata: None,
         })
@@ -302,6 +319,7 @@ impl Checkpoint {
             shards,
             tensors,
             config: Some(config),
+            unreadable: Vec::new(),
             duplicate_names: Vec::new(),
             gguf_metadata: Some(g.metadata),
         })
@@ -337,6 +355,15 @@ impl Checkpoint {
                 self.shards[0].path.display()
             ),
         }
+    }
+
+    /// What could not be read when loading the vocabulary failed with
+    /// `err`: the tokenizer file beside safetensors weights that it names
+    /// (else tokenizer.json). `None` for GGUF, whose vocabulary is in the
+    /// weights file: a fault in it is the file's, as a malformed header is.
+    pub fn vocab_unreadable(&self, err: &Error) -> Option<Unreadable> {
+        let file = self.sources.dir.join("tokenizer.json");
+        (self.format == WeightFormat::Safetensors).then(|| Unreadable::from_error(err, &file))
     }
 
     /// The tokenizer files of older formats beside safetensors weights

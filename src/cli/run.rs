@@ -8,7 +8,7 @@ use std::io::{self, Write as _};
 use std::path::Path;
 
 use crate::checkpoint::locate::locate;
-use crate::checkpoint::{Checkpoint, Faults, WeightFormat};
+use crate::checkpoint::{Checkpoint, Faults, Unreadable, WeightFormat};
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Batch, QuerySpec};
 use crate::cmd::{self, check, diff, undertrained};
@@ -52,7 +52,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
         Task::Info { model } => {
             let (ckpt, mut roles) = open(model, config)?;
             roles.compare_head(&ckpt);
-            let vocab = load_vocab(&ckpt)?;
+            let vocab = optional_vocab(&ckpt, out)?;
             emit(&cmd::info::run(&ckpt, &roles, vocab.as_ref()), out)?;
         }
         Task::Tensors {
@@ -60,7 +60,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             filter,
             sort,
         } => {
-            let ckpt = open_checkpoint(model, config, Faults::Refuse)?;
+            let ckpt = opened(model, config)?;
             let report = cmd::tensors::run(&ckpt, filter.as_deref(), *sort)?;
             emit(&report, out)?;
             // Like grep: a filter that matches nothing exits 1.
@@ -82,7 +82,7 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
         Task::Neighbors(n) => return neighbors(n, config),
         Task::Similarity(s) => similarity(s, config)?,
         Task::Check { model, fail_on } => {
-            let (ckpt, mut roles) = open_with(model, config, Faults::Record)?;
+            let (ckpt, mut roles) = open_for_check(model, config)?;
             roles.compare_head(&ckpt);
             let report = check::run(
                 &ckpt,
@@ -104,14 +104,12 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             let (ckpt, roles) = open(model, config)?;
             // The tokenizer loads while the first reads of the matrices
             // run, keeping its merges' places for the reachability test,
-            // and showing its vocab as soon as it is read.
-            let keep_merges = request.tests_reachability();
-            let load = |preview: &mut dyn FnMut(&Preview)| {
-                load_vocab_with(&ckpt, |dir, config| {
-                    Vocab::load_previewing(dir, config, keep_merges, preview)
-                })
-            };
-            let report = undertrained::run_loading(&ckpt, &roles, load, request)?;
+            // and showing its vocab as soon as it is read. Unreadable, the
+            // scores do without it (as without a tokenizer); the note
+            // waits for the passes' progress bars to be done.
+            let loading = Loading::new(&ckpt, request.tests_reachability());
+            let report = undertrained::run_loading(&ckpt, &roles, |p| loading.load(p), request)?;
+            print_notes(out, &loading.notes());
             print_scoring_notes(out, &report.notes);
             if out.verbose {
                 for s in &report.stages {
@@ -148,14 +146,26 @@ fn emit<R: serde::Serialize + render::Human>(report: &R, out: &Out) -> io::Resul
     render::emit(report, out.json, &out.style)
 }
 
+/// Opens MODEL and names its roles (see [`opened`]).
 fn open(model: &str, config: &Config) -> Result<(Checkpoint, Roles)> {
-    open_with(model, config, Faults::Refuse)
+    let ckpt = opened(model, config)?;
+    let roles = Roles::resolve(&ckpt);
+    Ok((ckpt, roles))
 }
 
-/// [`open`], with `faults` saying what to do with a fault `check` audits
-/// past.
-fn open_with(model: &str, config: &Config, faults: Faults) -> Result<(Checkpoint, Roles)> {
-    let ckpt = open_checkpoint(model, config, faults)?;
+/// Opens MODEL, with a note for each side file that could not be read: no
+/// command but `check`, which reports them, needs one.
+fn opened(model: &str, config: &Config) -> Result<Checkpoint> {
+    let ckpt = open_checkpoint(model, config, Faults::Refuse)?;
+    let notes: Vec<String> = ckpt.unreadable.iter().map(Unreadable::note).collect();
+    print_notes(&config.out, &notes);
+    Ok(ckpt)
+}
+
+/// Opens MODEL and names its roles for `check`, which reports what
+/// [`opened`] notes, and audits past a tensor name given twice.
+fn open_for_check(model: &str, config: &Config) -> Result<(Checkpoint, Roles)> {
+    let ckpt = open_checkpoint(model, config, Faults::Record)?;
     let roles = Roles::resolve(&ckpt);
     Ok((ckpt, roles))
 }
@@ -205,6 +215,85 @@ fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>> {
     load_vocab_with(ckpt, Vocab::load)
 }
 
+/// The vocabulary for a command fed by it (word and text queries): a
+/// tokenizer file that cannot be read is the error; a special-token file
+/// that cannot be read feeds no query, and is a note.
+fn needed_vocab(ckpt: &Checkpoint, out: &Out) -> Result<Option<Vocab>> {
+    let vocab = load_vocab(ckpt)?;
+    print_notes(out, &lenient(ckpt, Ok(vocab.as_ref()))?.1);
+    Ok(vocab)
+}
+
+/// The vocabulary for a command that can do without one (rows by id,
+/// `info`): tokenizer files that cannot be read are notes, and the command
+/// goes on without them, as it does when there are none.
+fn optional_vocab(ckpt: &Checkpoint, out: &Out) -> Result<Option<Vocab>> {
+    let (vocab, notes) = lenient(ckpt, load_vocab(ckpt))?;
+    print_notes(out, &notes);
+    Ok(vocab)
+}
+
+/// The vocabulary load of the commands that score rows (`undertrained`,
+/// `rows`), which runs while the matrices are first read: the scores do
+/// without an unreadable tokenizer, as without one, and the notes saying
+/// so wait for the passes' progress bars to be done.
+struct Loading<'c> {
+    ckpt: &'c Checkpoint,
+    /// Keep tokenizer.json's merges' places, for the reachability test.
+    keep_merges: bool,
+    notes: std::sync::Mutex<Vec<String>>,
+}
+
+impl<'c> Loading<'c> {
+    fn new(ckpt: &'c Checkpoint, keep_merges: bool) -> Self {
+        Loading {
+            ckpt,
+            keep_merges,
+            notes: Default::default(),
+        }
+    }
+
+    /// Loads the vocabulary, showing `preview` its entries as soon as
+    /// they are read (see [`Vocab::load_previewing`]).
+    fn load(&self, preview: &mut dyn FnMut(&Preview)) -> Result<Option<Vocab>> {
+        let loaded = load_vocab_with(self.ckpt, |dir, config| {
+            Vocab::load_previewing(dir, config, self.keep_merges, preview)
+        });
+        let (vocab, notes) = lenient(self.ckpt, loaded)?;
+        *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
+        Ok(vocab)
+    }
+
+    /// The notes on the files the load could not read.
+    fn notes(self) -> Vec<String> {
+        self.notes.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What was `loaded`, with a note for each file that could not be read:
+/// one left out (a special-token file), or (a tokenizer file) the whole
+/// vocabulary's, then none. A GGUF vocabulary that cannot be read stays an
+/// error: it is the weights file's fault.
+fn lenient<V: std::borrow::Borrow<Vocab>>(
+    ckpt: &Checkpoint,
+    loaded: Result<Option<V>>,
+) -> Result<(Option<V>, Vec<String>)> {
+    match loaded {
+        Ok(vocab) => {
+            let left_out = vocab.as_ref().map_or(&[][..], |v| v.borrow().unreadable());
+            let dir = &ckpt.sources.dir;
+            let notes = (left_out.iter())
+                .map(|e| Unreadable::from_error(e, dir).note())
+                .collect();
+            Ok((vocab, notes))
+        }
+        Err(e) => match ckpt.vocab_unreadable(&e) {
+            Some(unread) => Ok((None, vec![unread.note()])),
+            None => Err(e),
+        },
+    }
+}
+
 /// The vocabulary, loaded from tokenizer.json by `load` ([`Vocab::load`],
 /// or [`Vocab::load_previewing`] for `undertrained`), or from a GGUF
 /// file's metadata.
@@ -250,7 +339,8 @@ fn lookup(l: &Lookup, config: &Config) -> std::result::Result<(), Stop> {
     // Rows by id into a .npy file carry no token strings: no tokenizer needed.
     let vocab = match (&l.query, l.format) {
         (Query::Ids(_), Format::Npy) => None,
-        _ => load_vocab(&ckpt)?,
+        (Query::Ids(_), _) => optional_vocab(&ckpt, &config.out)?,
+        _ => needed_vocab(&ckpt, &config.out)?,
     };
     let report = cmd::lookup::run(&ckpt, &roles, vocab.as_ref(), l.matrix, &l.query)?;
     let bytes = match (l.format, &l.output) {
@@ -294,13 +384,13 @@ fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<u8, Stop> {
         Some(BatchSource::File(path)) => Some(Batch::read_file(path)?),
     };
     let report = if req.needs_vocab() {
-        let vocab = load_vocab(&ckpt)?;
+        let vocab = needed_vocab(&ckpt, &config.out)?;
         neighbors::run(&ckpt, &roles, vocab.as_ref(), n.matrix, &req)?
     } else {
         // Ids only: the scan need not wait for the tokenizer, which loads
-        // alongside it and names the results afterwards.
+        // alongside it and names the results afterwards (if it can be read).
         std::thread::scope(|s| -> Result<_> {
-            let loading = s.spawn(|| load_vocab(&ckpt));
+            let loading = s.spawn(|| optional_vocab(&ckpt, &config.out));
             let report = neighbors::run(&ckpt, &roles, None, n.matrix, &req);
             let vocab = loading
                 .join()
@@ -344,7 +434,11 @@ fn similarity(s: &Similarity, config: &Config) -> std::result::Result<(), Stop> 
             .collect();
         usage::swapped_model("similarity", &s.model, &later, "QUERY...").map_or(e, Error::BadInput)
     })?;
-    let vocab = load_vocab(&ckpt)?;
+    // Rows by id need no tokenizer, but name their tokens when it reads.
+    let vocab = match s.queries.iter().any(QuerySpec::needs_vocab) {
+        true => needed_vocab(&ckpt, &config.out)?,
+        false => optional_vocab(&ckpt, &config.out)?,
+    };
     let report = cmd::similarity::run(&ckpt, &roles, vocab.as_ref(), s.matrix, &s.queries)?;
     let out = &config.out;
     print_notes(out, &report.notes);
@@ -368,12 +462,9 @@ fn rows(r: &Rows, config: &Config) -> std::result::Result<(), Stop> {
     // The output file is checked before any work.
     let file = r.output.as_deref().map(OutputFile::create).transpose()?;
     let (ckpt, roles) = open(&r.model, config)?;
-    let load = |preview: &mut dyn FnMut(&Preview)| {
-        load_vocab_with(&ckpt, |dir, config| {
-            Vocab::load_previewing(dir, config, false, preview)
-        })
-    };
-    let scored = undertrained::run_loading(&ckpt, &roles, load, &r.request)?;
+    let loading = Loading::new(&ckpt, false);
+    let scored = undertrained::run_loading(&ckpt, &roles, |p| loading.load(p), &r.request)?;
+    print_notes(&config.out, &loading.notes());
     print_scoring_notes(&config.out, &scored.notes);
     let report = cmd::rows::run(cmd::rows::Scored {
         model: scored.model,

@@ -367,6 +367,7 @@ impl Vocab {
             special_ids,
             decls,
             config_added: Vec::new(),
+            unreadable: Vec::new(),
             merge_prefix: String::new(),
             kinds,
             gguf: Some(Box::new(recipe)),

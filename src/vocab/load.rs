@@ -17,8 +17,10 @@ impl Vocab {
     /// no `tokenizer.json` and no older tokenizer files embscope reads
     /// (`vocab.txt`, `vocab.json` + `merges.txt`, a SentencePiece
     /// `tokenizer.model`, a T5 `spiece.model`). `config` is the parsed
-    /// `config.json`, read for its special ids (also under `text_config`). The other tokenizer files
-    /// are optional; a malformed one is an error naming it.
+    /// `config.json`, read for its special ids (also under `text_config`).
+    /// The special-token files are optional: a malformed one declares
+    /// nothing and is listed by [`Vocab::unreadable`] (a conversion of
+    /// the older files still fails on a malformed file it reads).
     pub fn load(dir: &Path, config: Option<&serde_json::Value>) -> Result<Option<Vocab>> {
         Vocab::load_from(dir, config, false, None)
     }
@@ -142,7 +144,7 @@ impl Vocab {
             });
         }
 
-        let declared = special::collect(dir, config)?;
+        let declared = special::collect(dir, config);
         let mut decls = declared.decls;
         decls.extend(decls_tok);
         let config_added = declared
@@ -173,6 +175,7 @@ impl Vocab {
             special_ids,
             decls,
             config_added,
+            unreadable: declared.unreadable,
             merge_prefix,
             kinds: Vec::new(),
             gguf: None,

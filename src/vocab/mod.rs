@@ -165,6 +165,9 @@ pub struct Vocab {
     special_ids: HashSet<u32>,
     decls: Vec<SpecialDecl>,
     config_added: Vec<(u32, String)>,
+    /// The special-token files that could not be read (see
+    /// [`Vocab::unreadable`]).
+    unreadable: Vec<Error>,
     /// tokenizer.json's `model.continuing_subword_prefix` (empty when
     /// none), which the tokenizers crate takes off each merge's second part.
     merge_prefix: String,
@@ -408,6 +411,13 @@ impl Vocab {
         &self.decls
     }
 
+    /// The special-token files beside the tokenizer that could not be
+    /// read, each error naming its file: the vocabulary was read without
+    /// them, for its caller to say so.
+    pub fn unreadable(&self) -> &[Error] {
+        &self.unreadable
+    }
+
     /// `tokenizer_config.json` `added_tokens_decoder` entries, by id.
     pub fn config_added_tokens(&self) -> &[(u32, String)] {
         &self.config_added
@@ -526,8 +536,20 @@ impl Vocab {
 pub fn special_decls(dir: &Path, config: Option<&serde_json::Value>) -> Result<Vec<SpecialDecl>> {
     match Vocab::load(dir, config)? {
         Some(vocab) => Ok(vocab.decls),
-        None => Ok(special::collect(dir, config)?.decls),
+        None => Ok(special::collect(dir, config).decls),
     }
+}
+
+/// The special-token declarations of the config files in `dir` alone
+/// (`config` is the parsed `config.json`), without reading a tokenizer,
+/// and the files among them that could not be read (each error naming
+/// its file), which declare nothing.
+pub fn config_file_decls(
+    dir: &Path,
+    config: Option<&serde_json::Value>,
+) -> (Vec<SpecialDecl>, Vec<Error>) {
+    let declared = special::collect(dir, config);
+    (declared.decls, declared.unreadable)
 }
 
 /// The first special token that a template post-processor of `tokenizer`

@@ -52,6 +52,9 @@ pub(crate) struct Declared {
     pub decls: Vec<SpecialDecl>,
     /// `tokenizer_config.json` `added_tokens_decoder`: id, content, special.
     pub config_added: Vec<(u32, String, bool)>,
+    /// The files that could not be read, each error naming its file: they
+    /// declare nothing here, so that one broken file blocks nothing else.
+    pub unreadable: Vec<Error>,
 }
 
 /// Reads a JSON object file; `Ok(None)` when it does not exist.
@@ -84,30 +87,66 @@ fn kind(v: &Value) -> &'static str {
 
 /// Collects the declarations of `config` (the parsed `config.json`, and its
 /// `text_config`) and of the optional files in `dir`. A missing file is
-/// skipped; a malformed one is an error naming it.
-pub(crate) fn collect(dir: &Path, config: Option<&Value>) -> Result<Declared> {
-    let mut out = Declared::default();
-    if let Some(Value::Object(config)) = config {
+/// skipped; a malformed one too, its error kept in
+/// [`Declared::unreadable`].
+pub(crate) fn collect(dir: &Path, config: Option<&Value>) -> Declared {
+    let config_ids = |d: &mut Declared| -> Result<()> {
+        let Some(Value::Object(config)) = config else {
+            return Ok(());
+        };
         let path = dir.join("config.json");
-        ids_from(&path, "config.json", config, &mut out.decls)?;
+        ids_from(&path, "config.json", config, &mut d.decls)?;
         if let Some(Value::Object(text)) = config.get("text_config") {
-            ids_from(&path, "config.json:text_config", text, &mut out.decls)?;
+            ids_from(&path, "config.json:text_config", text, &mut d.decls)?;
+        }
+        Ok(())
+    };
+    let reads = [
+        declared(config_ids),
+        from_file(dir, "generation_config.json", |path, obj, d| {
+            ids_from(path, "generation_config.json", obj, &mut d.decls)
+        }),
+        from_file(dir, "tokenizer_config.json", |path, obj, d| {
+            tokens_from(path, "tokenizer_config.json", obj, &mut d.decls)?;
+            d.config_added = added_tokens_decoder(path, obj)?;
+            Ok(())
+        }),
+        from_file(dir, "special_tokens_map.json", |path, obj, d| {
+            tokens_from(path, "special_tokens_map.json", obj, &mut d.decls)
+        }),
+    ];
+    let mut out = Declared::default();
+    for read in reads {
+        match read {
+            Ok(d) => {
+                out.decls.extend(d.decls);
+                out.config_added.extend(d.config_added);
+            }
+            Err(e) => out.unreadable.push(e),
         }
     }
-    let path = dir.join("generation_config.json");
-    if let Some(gen_config) = read_json_object(&path)? {
-        ids_from(&path, "generation_config.json", &gen_config, &mut out.decls)?;
-    }
-    let path = dir.join("tokenizer_config.json");
-    if let Some(tok_config) = read_json_object(&path)? {
-        tokens_from(&path, "tokenizer_config.json", &tok_config, &mut out.decls)?;
-        out.config_added = added_tokens_decoder(&path, &tok_config)?;
-    }
-    let path = dir.join("special_tokens_map.json");
-    if let Some(map) = read_json_object(&path)? {
-        tokens_from(&path, "special_tokens_map.json", &map, &mut out.decls)?;
-    }
-    Ok(out)
+    out
+}
+
+/// What `read` declares, all of it or (on an error) nothing.
+fn declared(read: impl FnOnce(&mut Declared) -> Result<()>) -> Result<Declared> {
+    let mut d = Declared::default();
+    read(&mut d)?;
+    Ok(d)
+}
+
+/// What `read` finds in the JSON object file `dir/name` (nothing when
+/// there is no such file).
+fn from_file(
+    dir: &Path,
+    name: &str,
+    read: impl FnOnce(&Path, &serde_json::Map<String, Value>, &mut Declared) -> Result<()>,
+) -> Result<Declared> {
+    let path = dir.join(name);
+    declared(|d| match read_json_object(&path)? {
+        Some(obj) => read(&path, &obj, d),
+        None => Ok(()),
+    })
 }
 
 /// `{role}_token_id` keys: an integer, a list of integers, or null.

@@ -68,6 +68,48 @@ pub fn fails(args: &[&str], needle: &str) -> String {
     err
 }
 
+/// Runs, expects exit code `code` (0, or 1 for `check`) and, on stderr, a
+/// note that a file it could do without is unreadable, naming `needle`;
+/// returns stdout.
+pub fn goes_on(args: &[&str], code: i32, needle: &str) -> String {
+    let out = embscope().args(args).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    let note = err
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{args:?}: no note naming {needle:?} in {err:?}"));
+    assert!(
+        note.starts_with("note: `")
+            && note.contains("` is unreadable (")
+            && note.ends_with("); ignored"),
+        "{note}"
+    );
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// The `unreadable-file` findings of `check MODEL` (which exits 1 on
+/// them, at the default `--fail-on`), asserting one names `needle`.
+pub fn unreadable_findings(model: &str, needle: &str) -> Vec<Value> {
+    let out = embscope()
+        .args(["--json", "check", model])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "check {model}: {err}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    let found: Vec<Value> = (v["findings"].as_array().expect("findings").iter())
+        .filter(|f| f["code"] == "unreadable-file")
+        .cloned()
+        .collect();
+    assert!(
+        found.iter().any(|f| f["severity"] == "error"
+            && f["message"].as_str().is_some_and(|m| m.contains(needle))),
+        "check {model}: no unreadable-file finding naming {needle:?} in {v}"
+    );
+    found
+}
+
 /// A copy of a fixture directory in a temporary directory, to break a file of.
 pub fn fixture_copy(rel: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();

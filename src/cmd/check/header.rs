@@ -47,7 +47,21 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
             json!({"tensors": s.ckpt.tensors.len()}),
         ));
     }
-    if s.ckpt.config.is_none() {
+    for (u, skipped) in &s.unreadable {
+        out.push(Finding::new(
+            Severity::Error,
+            "unreadable-file",
+            format!(
+                "`{}` is unreadable: {}; {skipped}",
+                u.file.display(),
+                u.fault
+            ),
+            json!({"file": u.file.display().to_string(), "fault": u.fault}),
+        ));
+    }
+    // An unreadable config or tokenizer has its finding above.
+    let config_unreadable = !s.ckpt.unreadable.is_empty();
+    if s.ckpt.config.is_none() && !config_unreadable {
         out.push(Finding::new(
             Severity::Info,
             "no-config",
@@ -76,7 +90,7 @@ fn presence(s: &Subject, out: &mut Vec<Finding>) {
             json!(c),
         ));
     }
-    if s.vocab.is_none() {
+    if s.vocab.is_none() && !s.vocab_unreadable {
         let unread = s.ckpt.unread_tokenizer_files();
         let mut evidence = json!({"dir": s.ckpt.sources.dir.display().to_string()});
         if !unread.is_empty() {

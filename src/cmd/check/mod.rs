@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::checkpoint::{Checkpoint, TensorEntry, Unreadable};
 use crate::progress::Progress;
 use crate::roles::Roles;
 use crate::vocab::{self, SpecialDecl, Vocab};
@@ -178,6 +178,12 @@ pub(crate) struct Subject<'a> {
     /// Reserved placeholder ids of the vocabulary, ascending (see
     /// [`values::placeholders`]).
     pub placeholders: Vec<u32>,
+    /// The files that could not be read, each with what the check skips
+    /// for it.
+    pub unreadable: Vec<(Unreadable, &'static str)>,
+    /// Whether the vocabulary is missing because its files could not be
+    /// read (not because there are none).
+    pub vocab_unreadable: bool,
 }
 
 /// A special-token declaration and the id it means: as written, or the id
@@ -188,13 +194,32 @@ pub(crate) struct Special {
 }
 
 /// The declarations of every file: from the vocabulary when there is one,
-/// else from the config files alone (a malformed one is an error).
-fn specials(ckpt: &Checkpoint, vocab: Option<&Vocab>) -> Result<Vec<Special>> {
-    let decls = match vocab {
-        Some(v) => v.special_decls().to_vec(),
-        None => vocab::special_decls(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))?,
+/// else from the config files alone; and the special-token files that
+/// could not be read, which declare nothing.
+fn specials(ckpt: &Checkpoint, vocab: Option<&Vocab>) -> (Vec<Special>, Vec<Unreadable>) {
+    let dir = &ckpt.sources.dir;
+    let (decls, unreadable) = match vocab {
+        Some(v) => (v.special_decls().to_vec(), v.unreadable()),
+        None => {
+            let (decls, unreadable) =
+                vocab::config_file_decls(dir, ckpt.config.as_ref().map(|c| &c.raw));
+            let unreadable = unreadable
+                .iter()
+                .map(|e| Unreadable::from_error(e, dir))
+                .collect();
+            return (resolve(decls, None), unreadable);
+        }
     };
-    Ok(decls
+    let unreadable = unreadable
+        .iter()
+        .map(|e| Unreadable::from_error(e, dir))
+        .collect();
+    (resolve(decls, vocab), unreadable)
+}
+
+/// Each declaration with the id it means.
+fn resolve(decls: Vec<SpecialDecl>, vocab: Option<&Vocab>) -> Vec<Special> {
+    decls
         .into_iter()
         .map(|decl| {
             let id = match (&decl.token, decl.id) {
@@ -203,7 +228,7 @@ fn specials(ckpt: &Checkpoint, vocab: Option<&Vocab>) -> Result<Vec<Special>> {
             };
             Special { decl, id }
         })
-        .collect())
+        .collect()
 }
 
 /// A check under way: the header-only findings (sizes, special tokens,
@@ -215,18 +240,42 @@ pub struct Check<'a> {
 }
 
 impl<'a> Check<'a> {
-    /// Computes the header-only findings. Fails on a malformed special-token
-    /// file (read here when there is no tokenizer.json to have read it).
+    /// Computes the header-only findings.
     pub fn start(ckpt: &'a Checkpoint, roles: &'a Roles, vocab: Option<&'a Vocab>) -> Result<Self> {
+        Check::start_with(ckpt, roles, vocab, None)
+    }
+
+    /// [`Check::start`], with `vocab_unreadable` saying why there is no
+    /// vocabulary when its files could not be read: an `unreadable-file`
+    /// finding, and the rest of the check runs without it.
+    pub fn start_with(
+        ckpt: &'a Checkpoint,
+        roles: &'a Roles,
+        vocab: Option<&'a Vocab>,
+        vocab_unreadable: Option<Unreadable>,
+    ) -> Result<Self> {
         crate::cpu::mask_ok()?;
+        let (specials, special_files) = specials(ckpt, vocab);
+        let vocab_files = vocab_unreadable.is_some();
+        let unreadable = (ckpt.unreadable.iter().cloned())
+            .map(|u| (u, "checks against the config are skipped"))
+            .chain(vocab_unreadable.map(|u| (u, "checks against the tokenizer are skipped")))
+            .chain(
+                special_files
+                    .into_iter()
+                    .map(|u| (u, "the special tokens it declares are not checked")),
+            )
+            .collect();
         let s = Subject {
             ckpt,
             roles,
             vocab,
             embedding: roles.embedding.as_ref().and_then(|c| ckpt.tensor(&c.name)),
             head: roles.head.as_ref().and_then(|c| ckpt.tensor(&c.name)),
-            specials: specials(ckpt, vocab)?,
+            specials,
             placeholders: vocab.map(values::placeholders).unwrap_or_default(),
+            unreadable,
+            vocab_unreadable: vocab_files,
         };
         let mut findings = header::findings(&s);
         findings.extend(special::findings(&s));
@@ -353,8 +402,10 @@ impl<'a> ValuePass<'a> {
 /// (with a progress bar when `progress`) while one worker of the pool
 /// loads the vocabulary with `load`, makes the header findings and hands
 /// them to `early`, so they can be shown while the pass runs (drawn over
-/// the bar, not under it). A failed load or `early` cancels the pass rather
-/// than wait for it. The joined report goes to `show`, then the matrices'
+/// the bar, not under it). A tokenizer file that cannot be read is an
+/// `unreadable-file` finding, and the check goes on without the
+/// vocabulary; a GGUF vocabulary that cannot be read (the weights file's
+/// fault) or a failed `early` cancels the pass rather than wait for it. The joined report goes to `show`, then the matrices'
 /// mapped pages are let go on all cores (see [`Checkpoint::release`]), and
 /// the report is returned for its verdict.
 ///
@@ -379,10 +430,20 @@ pub fn run<E: From<Error> + Send>(
     let (values, started) = rayon::join(
         || pass.run(&progress),
         || -> std::result::Result<_, E> {
-            let loaded = load().inspect_err(|_| progress.cancel())?;
+            let (loaded, unread) = match load() {
+                Ok(vocab) => (vocab, None),
+                Err(e) => match ckpt.vocab_unreadable(&e) {
+                    Some(unread) => (None, Some(unread)),
+                    None => {
+                        progress.cancel();
+                        return Err(e.into());
+                    }
+                },
+            };
             let vocab = held.get_or_init(|| loaded).as_ref();
             pass.set_vocab(vocab);
-            let check = Check::start(ckpt, roles, vocab).inspect_err(|_| progress.cancel())?;
+            let check =
+                Check::start_with(ckpt, roles, vocab, unread).inspect_err(|_| progress.cancel())?;
             let findings: Vec<&Finding> = check.early().collect();
             progress
                 .suspend(|| early(&findings))
