@@ -1,8 +1,8 @@
 //! `check`'s `undertrained-candidates` finding, whose indicators the value
 //! pass makes, counts what `undertrained --matrix embed --no-reachable`
-//! counts on the planted rows of `fixtures/untrained`: with a tokenizer
-//! (a reference set, the distance to its mean) and without (norms only),
-//! untied and tied.
+//! counts on the planted rows of `fixtures/untrained`, and names that
+//! command: with a tokenizer (a reference set, the distance to its mean)
+//! and without (norms only), untied and tied.
 
 use std::path::Path;
 
@@ -55,6 +55,13 @@ fn same_as_undertrained(model: &str) -> Value {
     assert_eq!(e["reference_rows"], u["reference"]["rows"], "{e}");
     assert_eq!(e["indicators"], u["indicators"], "{e}");
     assert_eq!(e["threshold"], u["threshold"], "{e}");
+    // The finding names the command that counts as it does: with a head,
+    // `undertrained` weighs it too unless told `--matrix embed`.
+    assert_eq!(
+        e["command"],
+        format!("embscope undertrained {model} --matrix embed"),
+        "{e}"
+    );
     // The listed ids: the strong rows outside the reference set, best first.
     let want: Vec<u64> = u["candidates"]
         .as_array()

@@ -1,7 +1,11 @@
 //! The `undertrained-candidates` info finding: the embedding indicators
 //! (norm, and distance to the mean of the `auto` reference rows, see
-//! `crate::score`), scored as `embscope undertrained --matrix embed
-//! --no-reachable` scores them, counted against the strong threshold. The
+//! `crate::score`), scored as `embscope undertrained --matrix embed`
+//! scores them, counted against the strong threshold. The finding names
+//! that command: without `--matrix`, `undertrained` also weighs the head
+//! by a cosine indicator that needs a principal component and a pass of
+//! its own, and on a model with a head counts otherwise (Gemma 3 270M:
+//! 8,938 rows here and with `--matrix embed`, 8,834 by default). The
 //! value pass makes the sums they need (`|r|²` and `r·m`, see `pass`): no
 //! read of its own, but for the embedding rows read before the vocabulary
 //! was there (and none without a reference set, where the norm alone is
@@ -11,6 +15,7 @@ use serde_json::json;
 
 use super::pass::{self, Reference, Scanned, Sums};
 use super::{Finding, MAX_LISTED, Severity, Subject, cut, id_list, ids_phrase};
+use crate::roles::Which;
 use crate::score::STRONG;
 use crate::score::indicators::{Indicators, distances, norms};
 use crate::score::robust::best_first;
@@ -70,16 +75,27 @@ pub(super) fn finding(
     }
     outside.sort_by(best_first(&scores));
     let ids = &outside[..outside.len().min(MAX_LISTED)];
+    // `undertrained` weighs the head too when there is one (the embedding
+    // itself when tied), by the cosine indicator this finding has no pass
+    // for: its default count may differ, `--matrix embed` gives this one.
+    let has_head = s.roles.matrix(s.ckpt, Which::Head).is_ok();
+    let command = match has_head {
+        true => format!("embscope undertrained {} --matrix embed", s.ckpt.model),
+        false => format!("embscope undertrained {}", s.ckpt.model),
+    };
+    let how = match has_head {
+        true => " (without --matrix it also weighs the head, so its count may differ)",
+        false => "",
+    };
     Some(Finding::new(
         Severity::Info,
         "undertrained-candidates",
         format!(
-            "{} row(s) of `{name}` look untrained by the embedding indicators ({} outside the {} reference rows, such as {}); rank them with `embscope undertrained {}`",
+            "{} row(s) of `{name}` look untrained by the embedding indicators ({} outside the {} reference rows, such as {}); `{command}` ranks them by the same rule{how}",
             strong,
             outside.len(),
             reference.ids.len(),
             ids_phrase(s.vocab, &ids[..ids.len().min(4)], 4),
-            s.ckpt.model
         ),
         json!({
             "tensor": name, "rows": strong,
@@ -87,6 +103,7 @@ pub(super) fn finding(
             "reference_rows": reference.ids.len(), "threshold": STRONG,
             "indicators": indicators, "ids": id_list(s.vocab, ids),
             "total": outside.len(), "truncated": cut(outside.len()),
+            "command": command,
         }),
     ))
 }
