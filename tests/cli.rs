@@ -15,6 +15,7 @@ mod human;
 mod info;
 mod kernels;
 mod lookup;
+mod mismatch;
 mod mistral_layout;
 mod neighbors;
 mod neighbors_batch;

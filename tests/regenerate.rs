@@ -11,6 +11,8 @@ pub mod finetune;
 pub mod gguf;
 #[path = "../fixtures/gen/gguf_iq.rs"]
 mod gguf_iq;
+#[path = "../fixtures/gen/mismatch.rs"]
+mod mismatch;
 #[path = "../fixtures/gen/pieces.rs"]
 mod pieces;
 #[path = "../fixtures/gen/side_files.rs"]

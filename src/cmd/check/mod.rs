@@ -18,11 +18,17 @@
 //! | `values.rs` | value findings: NaN, infinities, zeros, norms and outliers, unreachable rows, head copies (`values/tests.rs`) |
 //! | `duplicates.rs` | the `duplicate-rows` finding |
 //! | `candidates.rs` | the `undertrained-candidates` finding |
+//! | `pairs.rs` | related token pairs of a vocabulary (leading space, case, plural, digits) |
+//! | `related.rs` | how close those pairs sit in the matrix, and its signs of training |
+//! | `mismatch.rs` | the `tokenizer-mismatch` and `untrained-matrix` findings: whether the tokenizer belongs |
 
 mod candidates;
 mod duplicates;
 mod header;
+mod mismatch;
+mod pairs;
 mod pass;
+mod related;
 mod special;
 mod values;
 
@@ -237,6 +243,9 @@ fn resolve(decls: Vec<SpecialDecl>, vocab: Option<&Vocab>) -> Vec<Special> {
 pub struct Check<'a> {
     s: Subject<'a>,
     findings: Vec<Finding>,
+    /// How close the tokenizer's related tokens sit in the embedding (see
+    /// `related`): read by id while the value pass runs.
+    related: Option<related::Relatedness>,
 }
 
 impl<'a> Check<'a> {
@@ -284,7 +293,13 @@ impl<'a> Check<'a> {
             f.early = !header::UNREACHABLE_CODES.contains(&f.code);
         }
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        Ok(Check { s, findings })
+        let related = (vocab.zip(s.embedding.or(s.head)))
+            .and_then(|(v, t)| related::measure(&ckpt.matrix(t).ok()?, v));
+        Ok(Check {
+            s,
+            findings,
+            related,
+        })
     }
 
     /// The findings that need no value pass, errors first: they can be
@@ -295,7 +310,11 @@ impl<'a> Check<'a> {
 
     /// Adds the findings of the value pass and returns the whole report.
     pub fn finish(self, values: Values) -> CheckReport {
-        let Check { s, mut findings } = self;
+        let Check {
+            s,
+            mut findings,
+            related,
+        } = self;
         let Values {
             mut scanned,
             reference,
@@ -311,6 +330,8 @@ impl<'a> Check<'a> {
         );
         findings.extend(from_values);
         findings.extend(candidates);
+        let belonging = mismatch::findings(&s, &scanned, related.as_ref(), &mut findings);
+        findings.extend(belonging);
         // Stable: early findings keep their place within a severity.
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         report(&s, findings)
