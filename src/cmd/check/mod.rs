@@ -286,15 +286,24 @@ impl<'a> Check<'a> {
             unreadable,
             vocab_unreadable: vocab_files,
         };
-        let mut findings = header::findings(&s);
-        findings.extend(special::findings(&s));
+        // The related pairs' rows are read on a core the value pass
+        // leaves free, if one is (a GGUF file's pass is often done first).
+        let (mut findings, related) = rayon::join(
+            || {
+                let mut findings = header::findings(&s);
+                findings.extend(special::findings(&s));
+                findings
+            },
+            || {
+                (vocab.zip(s.embedding.or(s.head)))
+                    .and_then(|(v, t)| related::measure(&ckpt.matrix(t).ok()?, v))
+            },
+        );
         for f in &mut findings {
             // The value pass says what the unreachable rows hold.
             f.early = !header::UNREACHABLE_CODES.contains(&f.code);
         }
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        let related = (vocab.zip(s.embedding.or(s.head)))
-            .and_then(|(v, t)| related::measure(&ckpt.matrix(t).ok()?, v));
         Ok(Check {
             s,
             findings,

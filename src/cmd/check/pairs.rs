@@ -8,16 +8,18 @@
 //!
 //! Only ordinary entries of the model vocabulary count (added tokens are
 //! specials or placeholders), with ids within the matrix, and words of
-//! three letters or more. The entries are visited in an order spread
-//! over the whole vocabulary, and each class stops at [`CAP`] pairs: a
-//! few thousand rows to read, however large the vocabulary.
+//! three letters or more. The words are visited in an order spread over
+//! the whole vocabulary, and each class stops at [`CAP`] pairs: a few
+//! thousand rows to read, however large the vocabulary.
+
+use std::collections::hash_map::Entry;
 
 use foldhash::HashMap;
 
 use crate::vocab::Vocab;
 
 /// Pairs taken of each class at most.
-pub(crate) const CAP: usize = 500;
+pub(crate) const CAP: usize = 300;
 
 /// The kind of relation between the two tokens of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -57,28 +59,44 @@ const MARKERS: [&str; 4] = ["Ġ", "▁", " ", "##"];
 /// The related pairs of each class in `vocab`, as (id, id) with both ids
 /// below `rows`: each word class up to [`CAP`] pairs, then the digits.
 pub(crate) fn pairs(vocab: &Vocab, rows: usize) -> Vec<(Class, Vec<(u32, u32)>)> {
-    // The first entry of each string, as the tokenizer's lookup has it.
-    let mut entries: Vec<(&str, u32)> = Vec::new();
+    // Every member of a word pair is itself a word (a marker, then three
+    // letters or more), and both members have the same stem: only words
+    // are indexed, each string's first entry, as the tokenizer's lookup
+    // has it, and of a large vocabulary only the words of a share of
+    // the stems.
+    let share = (STEM_BUCKETS * INDEXED).div_ceil(vocab.size().max(1));
+    let mut words: Vec<(&str, &str, &str, u32)> = Vec::new();
     let mut ids: HashMap<&str, u32> = HashMap::default();
+    ids.reserve(vocab.size().min(rows).min(2 * INDEXED));
+    let mut digits: [Option<u32>; 10] = [None; 10];
     for (token, id) in vocab.model_entries() {
-        if (id as usize) < rows && !ids.contains_key(token) {
-            ids.insert(token, id);
-            entries.push((token, id));
+        if id as usize >= rows {
+            continue;
+        }
+        if let [d @ b'0'..=b'9'] = token.as_bytes() {
+            digits[usize::from(d - b'0')].get_or_insert(id);
+            continue;
+        }
+        let (marker, word) = strip_marker(token);
+        if word.len() < 3 || stem_bucket(word) >= share {
+            continue;
+        }
+        if !word.chars().all(char::is_alphabetic) || word.chars().count() < 3 {
+            continue;
+        }
+        if let Entry::Vacant(slot) = ids.entry(token) {
+            slot.insert(id);
+            words.push((token, marker, word, id));
         }
     }
     let mut found = Class::WORDS.map(|c| (c, Vec::new()));
-    let full = |found: &[(Class, Vec<(u32, u32)>); 3]| found.iter().all(|(_, p)| p.len() >= CAP);
-    let n = entries.len();
-    let step = spread_step(n);
-    for k in 0..n {
-        if full(&found) {
+    // The other member's string, made in one buffer for every lookup.
+    let mut other = String::new();
+    for i in spread(words.len()) {
+        if found.iter().all(|(_, p)| p.len() >= CAP) {
             break;
         }
-        let (token, id) = entries[k * step % n];
-        let (marker, word) = strip_marker(token);
-        if word.chars().count() < 3 || !word.chars().all(char::is_alphabetic) {
-            continue;
-        }
+        let (token, marker, word, id) = words[i];
         let mut add = |class: usize, other: &str| {
             let list = &mut found[class].1;
             if list.len() < CAP
@@ -92,14 +110,18 @@ pub(crate) fn pairs(vocab: &Vocab, rows: usize) -> Vec<(Class, Vec<(u32, u32)>)>
         }
         let mut chars = word.chars();
         if let Some(first) = chars.next().filter(|c| c.is_lowercase()) {
-            let capital: String = first.to_uppercase().chain(chars).collect();
-            add(1, &format!("{marker}{capital}"));
+            other.clear();
+            other.push_str(marker);
+            other.extend(first.to_uppercase());
+            other.push_str(chars.as_str());
+            add(1, &other);
         }
-        add(2, &format!("{token}s"));
+        other.clear();
+        other.push_str(token);
+        other.push('s');
+        add(2, &other);
     }
-    let digits: Vec<u32> = (0..10)
-        .filter_map(|d| ids.get(d.to_string().as_str()).copied())
-        .collect();
+    let digits: Vec<u32> = digits.into_iter().flatten().collect();
     let digit_pairs = digits
         .iter()
         .enumerate()
@@ -119,22 +141,41 @@ fn strip_marker(token: &str) -> (&str, &str) {
         .unwrap_or(("", token))
 }
 
-/// A step through `n` items that visits each once (`k * step % n` for
-/// `k < n`) and lands far apart at each turn: near `n` over the golden
-/// ratio, and prime to `n`.
-fn spread_step(n: usize) -> usize {
-    if n < 2 {
-        return 1;
-    }
-    let mut step = ((n as f64 * 0.618_033_988_75) as usize).max(1);
-    while gcd(step, n) != 1 {
-        step += 1;
-    }
-    step
+/// Words indexed, about, however large the vocabulary: a few times what
+/// the pairs need in real vocabularies (where one word in five to ten
+/// has a partner of each class), and far fewer than the words of a
+/// 262,144-entry one, whose indexing cost more than the value pass.
+const INDEXED: usize = 32_768;
+
+/// The buckets stems fall into; a vocabulary indexes the words of
+/// `INDEXED / size` of them (all, when it has fewer entries).
+const STEM_BUCKETS: usize = 1024;
+
+/// The bucket of `word`'s stem: its lower-case letters without a final
+/// `s`, which the members of a pair share (`king`, `King`, `kings`).
+fn stem_bucket(word: &str) -> usize {
+    let stem = word.strip_suffix('s').unwrap_or(word);
+    // FNV-1a over the lower-case chars, without making the string.
+    let hash = (stem.chars().flat_map(char::to_lowercase))
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+            (h ^ u64::from(u32::from(c))).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    (hash % STEM_BUCKETS as u64) as usize
 }
 
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 { a } else { gcd(b, a % b) }
+/// Runs the visits of [`spread`] interleave.
+const RUNS: usize = 64;
+
+/// The indices `0..n`, each once, in an order spread over the whole
+/// range from the start: the first of each of [`RUNS`] equal runs, then
+/// the second of each, and so on. Each run is read in order, so the
+/// visits stay cheap on memory; a pseudo-random order spread as well
+/// missed the cache at nearly every visit.
+fn spread(n: usize) -> impl Iterator<Item = usize> {
+    let len = n.div_ceil(RUNS);
+    (0..len * RUNS)
+        .map(move |k| (k % RUNS) * len + k / RUNS)
+        .filter(move |&i| i < n)
 }
 
 #[cfg(test)]
@@ -142,13 +183,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_spread_step_visits_every_item_once() {
-        for n in [1, 2, 3, 10, 97, 128, 1000, 30522] {
-            let step = spread_step(n);
-            let mut seen: Vec<usize> = (0..n).map(|k| k * step % n).collect();
+    fn the_spread_order_visits_every_item_once_from_every_run() {
+        for n in [0, 1, 2, 63, 64, 65, 1000, 30522] {
+            let order: Vec<usize> = spread(n).collect();
+            let mut seen = order.clone();
             seen.sort_unstable();
             assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{n}");
+            // The first visits reach the end of the range.
+            if n >= 1000 {
+                let reach = order[..RUNS].iter().max().unwrap();
+                assert!(*reach >= n * 9 / 10, "{n}: {:?}", &order[..RUNS]);
+            }
         }
+    }
+
+    #[test]
+    fn the_members_of_a_pair_share_their_stem() {
+        for (a, b) in [
+            ("king", "King"),
+            ("king", "kings"),
+            ("été", "Été"),
+            ("bus", "Bus"),
+        ] {
+            assert_eq!(stem_bucket(a), stem_bucket(b), "{a} {b}");
+        }
+        assert!(
+            (0..50)
+                .map(|i| stem_bucket(&format!("w{i}x")))
+                .any(|b| b != stem_bucket("kin"))
+        );
     }
 
     #[test]
