@@ -28,6 +28,14 @@ impl Unreadable {
         let (file, fault) = match err {
             Error::BadFile { path, msg } => (path.clone(), msg.clone()),
             Error::Io { path, err } => (path.clone(), format!("cannot read it: {err}")),
+            Error::NotRegularFile {
+                path,
+                kind,
+                expected,
+            } => (
+                path.clone(),
+                format!("not a regular file ({kind}); expected {expected}"),
+            ),
             other => (file.to_path_buf(), other.to_string()),
         };
         Unreadable { file, fault }
@@ -64,6 +72,15 @@ mod tests {
         let u = Unreadable::from_error(&io, Path::new("x"));
         assert_eq!(u.file, dir.join("tokenizer.json"));
         assert!(u.fault.starts_with("cannot read it: "), "{}", u.fault);
+        let fifo = Error::NotRegularFile {
+            path: dir.join("config.json"),
+            kind: "a FIFO",
+            expected: "a JSON file",
+        };
+        assert_eq!(
+            Unreadable::from_error(&fifo, Path::new("x")).note(),
+            "`m/config.json` is unreadable (not a regular file (a FIFO); expected a JSON file); ignored"
+        );
         // An error naming no file is the given file's.
         let other = Error::BadInput("token id 9 is beyond the limit".into());
         let u = Unreadable::from_error(&other, Path::new("m/tokenizer.json"));
