@@ -48,7 +48,8 @@ pub struct ModelConfig {
 
 impl ModelConfig {
     /// Reads `dir/config.json`, else Mistral's `dir/params.json`; `Ok(None)`
-    /// when there is neither.
+    /// when there is neither, an error naming the file when it cannot be
+    /// read (opening goes on without it, see [`super::Unreadable`]).
     pub fn load(dir: &Path) -> Result<Option<ModelConfig>> {
         let mut found = None;
         for file in ["config.json", PARAMS_JSON].map(|name| dir.join(name)) {

@@ -1,6 +1,7 @@
-//! Header-only findings: matrix sizes against the config and the
-//! tokenizer (with padding detection), hidden sizes, the tie, dtypes, and
-//! the tokenizer's own consistency. Nothing here reads tensor values.
+//! Header-only findings: side files that cannot be read, matrix sizes
+//! against the config and the tokenizer (with padding detection), hidden
+//! sizes, the tie, dtypes, and the tokenizer's own consistency. Nothing
+//! here reads tensor values.
 
 use serde_json::{Value, json};
 

@@ -1,9 +1,12 @@
 //! `check`: a consistency audit of the vocabulary layers. Findings come in
-//! two stages: header-only ones (sizes, special tokens, tie, dtypes,
-//! tokenizer self-consistency) computed from headers and small files by
-//! [`Check::start`], then value ones from one streaming pass over each
-//! stored matrix ([`ValuePass`], see `pass` and `values`), which also says
-//! what the unreachable rows hold and which embedding rows look untrained.
+//! two stages: header-only ones (side files that cannot be read, sizes,
+//! special tokens, tie, dtypes, tokenizer self-consistency) computed from
+//! headers and small files by [`Check::start`], which also reads the rows
+//! of the tokenizer's related tokens by id (see `related`); then value
+//! ones from one streaming pass over each stored matrix ([`ValuePass`],
+//! see `pass` and `values`), which also says what the unreachable rows
+//! hold, which embedding rows look untrained, and with the related
+//! tokens whether the tokenizer belongs to the matrix (see `mismatch`).
 //! The pass needs neither the tokenizer nor the header findings, so the
 //! two stages run at the same time (the pass takes the vocabulary up once
 //! it is loaded, see [`ValuePass::set_vocab`]); [`Check::finish`] joins
@@ -12,7 +15,7 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `mod.rs` | findings, the report, the two stages, and [`run`] |
-//! | `header.rs` | header-only findings: sizes, padding, hidden sizes, tie, dtypes, the tokenizer's consistency |
+//! | `header.rs` | header-only findings: unreadable side files, sizes, padding, hidden sizes, tie, dtypes, the tokenizer's consistency |
 //! | `special.rs` | special-token findings |
 //! | `pass.rs` | the value pass over each stored matrix, and the reference mean it dots the embedding with |
 //! | `values.rs` | value findings: NaN, infinities, zeros, norms and outliers, unreachable rows, head copies (`values/tests.rs`) |
