@@ -318,8 +318,8 @@ fn compare(
     let (base_ckpt, base_roles) = open(base, config)?;
     let (tuned_ckpt, tuned_roles) = open(tuned, config)?;
     let (base_vocab, tuned_vocab) = std::thread::scope(|s| {
-        let loading = s.spawn(|| load_vocab(&base_ckpt));
-        let tuned_vocab = load_vocab(&tuned_ckpt);
+        let loading = s.spawn(|| needed_vocab(&base_ckpt, &config.out));
+        let tuned_vocab = needed_vocab(&tuned_ckpt, &config.out);
         let base_vocab = loading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
