@@ -32,7 +32,7 @@ use super::Vocab;
 use super::entries::Entry;
 use super::gguf::{Recipe, TokenType};
 use super::gguf_pre::{pre_regexes, whole_pieces_and_bos};
-use super::merge_fit;
+use super::{derived_merges, merge_fit};
 
 /// The message for a vocabulary that cannot encode text.
 fn unsupported(what: String) -> String {
@@ -42,7 +42,29 @@ fn unsupported(what: String) -> String {
 /// Builds the tokenizer of a GGUF vocabulary; the error is the message to
 /// show after the file name.
 pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String> {
+    build_with(recipe, vocab, None)
+}
+
+/// [`build`], or with `cut` the entries it selects only (and the merges
+/// among them), besides those encoding may always need (the unknown
+/// token, byte pieces): a cut-down tokenizer that encodes some texts as
+/// the full one does when `cut` holds every entry their encoding could
+/// make (see `reach`).
+pub(crate) fn build_with(
+    recipe: &Recipe,
+    vocab: &Vocab,
+    cut: Option<&dyn Fn(&Entry) -> bool>,
+) -> Result<Tokenizer, String> {
     let failed = |e: &dyn std::fmt::Display| format!("cannot build the tokenizer: {e}");
+    let unk = unknown_token(recipe, vocab);
+    let keep = &|e: &Entry| match cut {
+        None => true,
+        Some(cut) => {
+            cut(e)
+                || Some(e.token) == unk.as_deref()
+                || vocab.token_type(e.id) == Some(TokenType::Byte)
+        }
+    };
     let mut tokenizer = match recipe.model.as_str() {
         "gpt2" => {
             let Some(regexes) = pre_regexes(recipe.pre.as_deref()) else {
@@ -51,10 +73,19 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
                     "GGUF pre-tokenizer {pre:?} (tokenizer.ggml.pre)"
                 )));
             };
+            let pieces = vocab_map(vocab, keep);
+            // Cut down, a merge is kept when it makes a kept entry of two.
+            let kept = |l: &str, r: &str| {
+                cut.is_none()
+                    || (pieces.contains_key(l)
+                        && pieces.contains_key(r)
+                        && pieces.contains_key(&format!("{l}{r}")))
+            };
             let merges: Vec<(String, String)> = recipe
                 .merges
                 .iter()
                 .filter_map(|m| m.split_once(' '))
+                .filter(|(l, r)| kept(l, r))
                 .map(|(l, r)| (l.to_string(), r.to_string()))
                 .collect();
             let longest = vocab.entries.iter().map(|e| e.token.len()).max();
@@ -66,7 +97,7 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
             }
             let ignore_merges = recipe.pre.as_deref().is_some_and(whole_pieces_and_bos);
             let model = BPE::builder()
-                .vocab_and_merges(vocab_map(vocab, |_| true), merges)
+                .vocab_and_merges(pieces, merges)
                 .ignore_merges(ignore_merges)
                 .build()
                 .map_err(|e| failed(&e))?;
@@ -92,10 +123,10 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
                 ));
             };
             let mut builder = BPE::builder()
-                .vocab_and_merges(vocab_map(vocab, |_| true), score_merges(vocab, scores))
+                .vocab_and_merges(vocab_map(vocab, keep), score_merges(vocab, scores, keep)?)
                 .byte_fallback(true)
                 .fuse_unk(true);
-            if let Some(unk) = unknown_token(recipe, vocab) {
+            if let Some(unk) = unk.clone() {
                 builder = builder.unk_token(unk);
             }
             let mut tokenizer = Tokenizer::new(builder.build().map_err(|e| failed(&e))?);
@@ -111,10 +142,10 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
         }
         "bert" => {
             let mut builder = WordPiece::builder()
-                .vocab(vocab_map(vocab, |_| true))
+                .vocab(vocab_map(vocab, keep))
                 .continuing_subword_prefix("##".to_string())
                 .max_input_chars_per_word(100);
-            if let Some(unk) = unknown_token(recipe, vocab) {
+            if let Some(unk) = unk.clone() {
                 builder = builder.unk_token(unk);
             }
             let mut tokenizer = Tokenizer::new(builder.build().map_err(|e| failed(&e))?);
@@ -131,7 +162,14 @@ pub(crate) fn build(recipe: &Recipe, vocab: &Vocab) -> Result<Tokenizer, String>
         vocab
             .added
             .iter()
-            .filter(|a| a.special == special)
+            .filter(|a| {
+                let e = Entry {
+                    token: &a.content,
+                    id: a.id,
+                    added: true,
+                };
+                a.special == special && keep(&e)
+            })
             .map(|a| AddedToken::from(a.content.clone(), special).normalized(false))
             .collect()
     };
@@ -178,34 +216,43 @@ fn unknown_token(recipe: &Recipe, vocab: &Vocab) -> Option<String> {
 
 /// SentencePiece merges from scores, as Hugging Face's `LlamaConverter`:
 /// every split of an entry into two entries is a merge, ranked by the
-/// joined entry's score (highest first), then its id; control, byte and
-/// unused entries take no part.
-fn score_merges(vocab: &Vocab, scores: &[f32]) -> Vec<(String, String)> {
+/// joined entry's score (highest first), then its id, then the longer
+/// first part; control, byte and unused entries take no part. The splits
+/// are found in time linear in the vocabulary and bounded (see
+/// `derived_merges`); the error says which bound was passed.
+fn score_merges(
+    vocab: &Vocab,
+    scores: &[f32],
+    keep: &dyn Fn(&Entry) -> bool,
+) -> Result<Vec<(String, String)>, String> {
     let mergeable = |e: &Entry| {
-        !matches!(
-            vocab.token_type(e.id),
-            Some(TokenType::Control | TokenType::Byte | TokenType::Unused)
-        )
+        keep(e)
+            && !matches!(
+                vocab.token_type(e.id),
+                Some(TokenType::Control | TokenType::Byte | TokenType::Unused)
+            )
     };
     let pieces = vocab_map(vocab, mergeable);
-    let mut merges: Vec<(f32, u32, usize, &str, &str)> = Vec::new();
-    for e in vocab.entries.iter().filter(|e| mergeable(e)) {
-        if pieces.get(e.token) != Some(&e.id) {
-            continue;
-        }
-        for (at, _) in e.token.char_indices().skip(1) {
-            let (left, right) = e.token.split_at(at);
-            if pieces.contains_key(left) && pieces.contains_key(right) {
-                let score = scores.get(e.id as usize).copied().unwrap_or(f32::MIN);
-                merges.push((score, e.id, left.len(), left, right));
-            }
-        }
-    }
+    // Each string once, at the id the map gives it.
+    let held: Vec<Entry> = (vocab.entries.iter())
+        .filter(|e| mergeable(e) && pieces.get(e.token) == Some(&e.id))
+        .collect();
+    let bytes: Vec<&[u8]> = held.iter().map(|e| e.token.as_bytes()).collect();
+    let cuts = derived_merges::cuts(&bytes, 0..held.len() as u32, true)
+        .map_err(|e| format!("cannot build the tokenizer: {e}"))?;
+    let mut merges: Vec<(f32, u32, usize, &str, &str)> = cuts
+        .iter()
+        .map(|c| {
+            let (e, left) = (held[c.piece as usize], held[c.left as usize].token);
+            let score = scores.get(e.id as usize).copied().unwrap_or(f32::MIN);
+            (score, e.id, left.len(), left, held[c.right as usize].token)
+        })
+        .collect();
     merges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
-    merges
+    Ok(merges
         .into_iter()
         .map(|(_, _, _, l, r)| (l.to_string(), r.to_string()))
-        .collect()
+        .collect())
 }
 
 /// The tokens encoding with special tokens adds, as (role, id, whether it

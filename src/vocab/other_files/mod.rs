@@ -149,10 +149,10 @@ pub(crate) fn convert(dir: &Path, config: Option<&Value>) -> Result<Option<Made>
         "post_processor": pipeline.post_processor,
         "decoder": pipeline.decoder,
     });
-    let json = vocab.write(&head, &model, class.is_some());
+    let (json, too_many) = vocab.write(&head, &model, class.is_some());
 
     let refused = match (class, layout) {
-        (Some(_), _) => None,
+        (Some(_), _) => too_many,
         (None, Layout::SentencePiece | Layout::T5Spiece) => Some(
             "the encoding of a SentencePiece model is converted for tokenizer_class LlamaTokenizer with a llama model type only (transformers builds the others differently by class and model type)"
                 .to_string(),

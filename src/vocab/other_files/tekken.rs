@@ -20,12 +20,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use base64::Engine as _;
-use foldhash::{HashMap, HashSet};
+use foldhash::HashSet;
 use serde_json::{Value, json};
 
 use super::Made;
 use super::vocabulary::read_limited;
 use crate::error::{Error, Result};
+use crate::vocab::derived_merges::{self, Cut};
 use crate::vocab::parse::MAX_ID;
 use crate::vocab::readable::byte_to_char;
 
@@ -105,12 +106,19 @@ pub(super) fn convert(dir: &Path) -> Result<Option<Made>> {
 
     let specials = specials(&doc, specials_count).map_err(bad)?;
     let tokens = tokens(&doc, inner).map_err(bad)?;
-    let json = write(&specials, &tokens, pattern);
+    // Every split of a token into two tokens; past the bound, the
+    // vocabulary is read and encoding is refused.
+    let pieces: Vec<&[u8]> = tokens.iter().map(Vec::as_slice).collect();
+    let (merges, refused) = match derived_merges::cuts(&pieces, 256..tokens.len() as u32, false) {
+        Ok(cuts) => (cuts, None),
+        Err(too_many) => (Vec::new(), Some(too_many.to_string())),
+    };
+    let json = write(&specials, &tokens, &merges, pattern);
     Ok(Some(Made {
         files: vec![path],
         class: Some("Tekkenizer".into()),
         json: json.into(),
-        refused: None,
+        refused,
     }))
 }
 
@@ -199,8 +207,10 @@ fn tokens(doc: &File, count: usize) -> std::result::Result<Vec<Vec<u8>>, String>
 }
 
 /// The tokenizer.json of `specials` (ids from 0) and `tokens` (ids after
-/// them, in rank order), splitting text by `pattern`.
-fn write(specials: &[String], tokens: &[Vec<u8>], pattern: &str) -> Vec<u8> {
+/// them, in rank order), splitting text by `pattern`, with `cuts` of the
+/// tokens as its merges: by the rank of the token they make, then of its
+/// left and right parts.
+fn write(specials: &[String], tokens: &[Vec<u8>], cuts: &[Cut], pattern: &str) -> Vec<u8> {
     let offset = specials.len();
     // Each token's JSON string of byte-level chars, made once.
     let quoted: Vec<String> = (tokens.iter())
@@ -209,21 +219,9 @@ fn write(specials: &[String], tokens: &[Vec<u8>], pattern: &str) -> Vec<u8> {
             serde_json::to_string(&text).expect("a string")
         })
         .collect();
-    let rank: HashMap<&[u8], usize> = (tokens.iter().enumerate())
-        .map(|(r, t)| (t.as_slice(), r))
-        .collect();
-    // Every split of a token into two tokens, by the rank of the token,
-    // then of its left and right parts.
-    let mut merges: Vec<(usize, usize, usize)> = Vec::new();
-    for (r, t) in tokens.iter().enumerate().skip(256) {
-        let start = merges.len();
-        for cut in 1..t.len() {
-            if let (Some(&a), Some(&b)) = (rank.get(&t[..cut]), rank.get(&t[cut..])) {
-                merges.push((r, a, b));
-            }
-        }
-        merges[start..].sort_unstable();
-    }
+    let mut merges: Vec<(u32, u32, u32)> =
+        cuts.iter().map(|c| (c.piece, c.left, c.right)).collect();
+    merges.sort_unstable();
     let bos = specials.iter().position(|s| s == "<s>");
     let added: Vec<Value> = (specials.iter().enumerate())
         .map(|(id, s)| {
@@ -262,7 +260,7 @@ fn write(specials: &[String], tokens: &[Vec<u8>], pattern: &str) -> Vec<u8> {
     out.push_str("},\"merges\":[");
     for (i, &(_, a, b)) in merges.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };
-        let _ = write!(out, "{sep}[{},{}]", quoted[a], quoted[b]);
+        let _ = write!(out, "{sep}[{},{}]", quoted[a as usize], quoted[b as usize]);
     }
     out.push_str("]}}");
     out.into_bytes()

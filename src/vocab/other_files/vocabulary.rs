@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::vocab::derived_merges::{self, TooMany};
 use crate::vocab::entries::Entries;
 use crate::vocab::parse::{self, RawVocab};
 
@@ -173,14 +174,22 @@ impl Vocabulary {
     /// tokenizer.json: `head`'s members, then `model` with the vocab (and
     /// merges) written after its settings, as in real files. A
     /// SentencePiece BPE model gets the merges transformers derives from
-    /// its pieces when `encodes` (none otherwise: its encoding is refused).
-    pub(super) fn write(&self, head: &Value, model: &Value, encodes: bool) -> Vec<u8> {
+    /// its pieces when `encodes` (none otherwise: its encoding is refused);
+    /// the second value says why it cannot encode after all, when its
+    /// pieces imply more merges than embscope derives.
+    pub(super) fn write(
+        &self,
+        head: &Value,
+        model: &Value,
+        encodes: bool,
+    ) -> (Vec<u8>, Option<String>) {
         let mut out = serde_json::to_vec(head).expect("a Value serializes");
         out.pop(); // the closing brace
         out.extend_from_slice(b",\"model\":");
         let settings = serde_json::to_vec(model).expect("a Value serializes");
         out.extend_from_slice(&settings[..settings.len() - 1]);
         out.extend_from_slice(b",\"vocab\":");
+        let mut refused = None;
         match self {
             Vocabulary::WordPiece(lines) => object(&mut out, lines.iter().map(String::as_str)),
             Vocabulary::ByteLevel { json, merges, .. } => {
@@ -205,16 +214,19 @@ impl Vocabulary {
             Vocabulary::SentencePiece(m) => {
                 object(&mut out, m.pieces.iter().map(|p| p.text.as_str()));
                 out.extend_from_slice(b",\"merges\":");
-                let merges = if encodes {
-                    spm_merges(&m.pieces)
-                } else {
-                    Vec::new()
+                let merges = match encodes.then(|| spm_merges(&m.pieces)) {
+                    Some(Ok(merges)) => merges,
+                    Some(Err(too_many)) => {
+                        refused = Some(too_many.to_string());
+                        Vec::new()
+                    }
+                    None => Vec::new(),
                 };
                 serde_json::to_writer(&mut out, &merges).expect("pairs serialize");
             }
         }
         out.extend_from_slice(b"}}");
-        out
+        (out, refused)
     }
 }
 
@@ -234,22 +246,20 @@ fn object<'a>(out: &mut Vec<u8>, tokens: impl Iterator<Item = &'a str>) {
 /// The merges transformers derives from a SentencePiece BPE model's pieces
 /// (`generate_merges`): every split of a piece into two pieces, by the
 /// piece's id, then by where it splits. A piece given twice counts at its
-/// last id, as in Python's dict of them.
-fn spm_merges(pieces: &[spm::Piece]) -> Vec<[&str; 2]> {
+/// last id, as in Python's dict of them. Bounded (see `derived_merges`).
+fn spm_merges(pieces: &[spm::Piece]) -> std::result::Result<Vec<[&str; 2]>, TooMany> {
     let index: HashMap<&str, usize> = (pieces.iter().enumerate())
         .map(|(id, p)| (p.text.as_str(), id))
         .collect();
-    let mut merges = Vec::new();
-    for (id, p) in pieces.iter().enumerate() {
-        if index.get(p.text.as_str()) != Some(&id) {
-            continue;
-        }
-        for (at, _) in p.text.char_indices().skip(1) {
-            let (left, right) = p.text.split_at(at);
-            if index.contains_key(left) && index.contains_key(right) {
-                merges.push([left, right]);
-            }
-        }
-    }
-    merges
+    // Each string once, at its last id, in id order.
+    let held: Vec<&str> = (pieces.iter().enumerate())
+        .filter(|&(id, p)| index.get(p.text.as_str()) == Some(&id))
+        .map(|(_, p)| p.text.as_str())
+        .collect();
+    let bytes: Vec<&[u8]> = held.iter().map(|t| t.as_bytes()).collect();
+    let cuts = derived_merges::cuts(&bytes, 0..held.len() as u32, true)?;
+    Ok(cuts
+        .iter()
+        .map(|c| [held[c.left as usize], held[c.right as usize]])
+        .collect())
 }
