@@ -176,8 +176,8 @@ fn term_id(
         return id;
     }
     let v = need_vocab(ckpt, vocab, &format!("query `{word}`"), "query rows as #ID")?;
-    if let Some(found) = v.resolve_word(word) {
-        notes.extend(resolution_note(v, word, &found));
+    if let Some(found) = v.resolve_word(word)? {
+        notes.extend(resolution_notes(v, word, &found));
         return Ok(u64::from(found.id));
     }
     if let Some(exact) = word.strip_prefix('=').filter(|e| !e.is_empty()) {
@@ -200,26 +200,39 @@ fn term_id(
     Err(unknown_token(v, word))
 }
 
-/// The note on how `word` resolved, when it was not taken as written or
-/// another entry could be meant: the piece a bare word passed over, the
-/// entry `==` itself when `==` asked for the entry `=`, or an entry whose
-/// text is not the word (an entry stored in another form whose text is
-/// the word, byte-level `åĮĹäº¬` for `北京` or `Ġking` for ` king`, needs
-/// no note).
-fn resolution_note(v: &Vocab, word: &str, found: &WordMatch) -> Option<String> {
+/// The notes on how `word` resolved, when it was not taken as written or
+/// another entry could be meant: the normalisation the tokenizer applied
+/// to it (then the rest is said of the normalised word), the piece a bare
+/// word passed over, the entry `==` itself when `==` asked for the entry
+/// `=`, or an entry whose text is not the word (an entry stored in
+/// another form whose text is the word, byte-level `åĮĹäº¬` for `北京` or
+/// `Ġking` for ` king`, needs no note).
+fn resolution_notes(v: &Vocab, typed: &str, found: &WordMatch) -> Vec<String> {
     let (id, raw) = (found.id, &found.raw);
+    let mut notes = Vec::new();
+    let word = match &found.normalized {
+        Some(n) => {
+            notes.push(format!(
+                "{:?} normalised to {:?} as the tokenizer does",
+                typed.trim_start_matches(' '),
+                n.trim_start_matches(' ')
+            ));
+            n.as_str()
+        }
+        None => typed,
+    };
     if let Some((piece, piece_raw)) = &found.piece {
-        return Some(format!(
+        notes.push(format!(
             "{word:?} resolved to {raw:?} (#{id}, the word); for the piece {piece_raw:?} (#{piece}) write \"={word}\""
         ));
-    }
-    if word.starts_with('=') {
-        return v.entry_id(word).filter(|&other| other != id).map(|other| {
+    } else if word.starts_with('=') {
+        notes.extend(v.entry_id(word).filter(|&other| other != id).map(|other| {
             format!("{word:?} is the entry {raw:?} (#{id}); for the entry {word:?} (#{other}) write \"={word}\"")
-        });
+        }));
+    } else if raw != word && v.readable(id).as_deref() != Some(word) {
+        notes.push(format!("{word:?} resolved to {raw:?} (#{id})"));
     }
-    (raw != word && v.readable(id).as_deref() != Some(word))
-        .then(|| format!("{word:?} resolved to {raw:?} (#{id})"))
+    notes
 }
 
 /// The row of a `#ID` term, `None` for other terms.

@@ -21,7 +21,7 @@ use candle_core::quantized::gguf_file::Value;
 use super::entries::Entries;
 use super::gguf_pre::whole_pieces_and_bos;
 use super::readable::TokenStyle;
-use super::{AddedToken, SpecialDecl, Vocab, parse};
+use super::{AddedToken, SpecialDecl, Vocab, normalize, parse};
 use crate::error::{Error, Result};
 
 /// The `source` of the [`SpecialDecl`]s a GGUF declares: the key prefix.
@@ -354,8 +354,8 @@ impl Vocab {
 
         Ok(Some(Vocab {
             file: path.to_path_buf(),
-            // llama.cpp's WordPiece tokenizer always lowercases.
-            lowercase: model == "bert",
+            normalizer: normalize::gguf_normalizer(&model),
+            words: OnceLock::new(),
             model,
             style,
             by_id: (0..n as u32).collect(),

@@ -181,7 +181,7 @@ fn gpt2_readable_forms_and_specials() {
     assert_eq!(vocab.readable(10).as_deref(), Some("\\n"));
     assert_eq!(vocab.readable(267).as_deref(), Some("<|begin_of_text|>"));
     assert_eq!(
-        vocab.resolve_word("world").map(|m| (m.id, m.raw)),
+        vocab.resolve_word("world").unwrap().map(|m| (m.id, m.raw)),
         Some((264, "Ġworld".to_string()))
     );
     assert!(vocab.is_special(267) && vocab.is_special(268) && !vocab.is_special(259));
@@ -272,7 +272,7 @@ fn llama_readable_forms_and_kinds() {
     assert_eq!(vocab.readable(269).as_deref(), Some(" Paris"));
     assert_eq!(vocab.readable(1).as_deref(), Some("<s>"));
     assert_eq!(
-        vocab.resolve_word("Paris").map(|m| (m.id, m.raw)),
+        vocab.resolve_word("Paris").unwrap().map(|m| (m.id, m.raw)),
         Some((269, "▁Paris".to_string()))
     );
     assert_eq!(vocab.token_type(13), Some(TokenType::Byte));
@@ -334,7 +334,7 @@ fn bert_reads_as_wordpiece_and_encodes_like_tokenizer_json() {
     assert_eq!(vocab.token(5), Some("paris"));
     assert_eq!(vocab.token(2), Some("[CLS]"));
     assert_eq!(
-        vocab.resolve_word("Paris").map(|m| (m.id, m.raw)),
+        vocab.resolve_word("Paris").unwrap().map(|m| (m.id, m.raw)),
         Some((5, "paris".to_string()))
     );
     assert_eq!(

@@ -76,7 +76,6 @@ impl Vocab {
         };
         let model = parse::model_name(&raw.model);
         let style = parse::detect_style(&raw, &model);
-        let lowercase = parse::lowercases(&raw);
         let merge_prefix = raw
             .model
             .continuing_subword_prefix
@@ -162,7 +161,8 @@ impl Vocab {
             file,
             model,
             style,
-            lowercase,
+            normalizer: raw.normalizer,
+            words: OnceLock::new(),
             entries,
             by_id,
             shadowed: {

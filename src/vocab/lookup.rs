@@ -3,8 +3,11 @@
 //! one), ` word` and `=word` for each form explicitly, entries given as
 //! printed or as stored, case variants, and cheap suggestions for errors.
 
-use super::Vocab;
+use std::borrow::Cow;
+
 use super::readable::{self, TokenStyle};
+use super::{Vocab, WordNormalizer};
+use crate::error::{Error, Result};
 
 /// The entry a word typed by a user resolved to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +19,9 @@ pub struct WordMatch {
     /// The exact entry passed over for the leading-space one: a bare
     /// `king` takes `Ġking`, the word, over the piece `king` (id, raw).
     pub piece: Option<(u32, String)>,
+    /// The word as the tokenizer's normaliser left it, when that is not
+    /// the word as typed and is what resolved (`cafe` for `café`).
+    pub normalized: Option<String>,
 }
 
 impl WordMatch {
@@ -25,22 +31,38 @@ impl WordMatch {
             id,
             raw,
             piece: None,
+            normalized: None,
         }
     }
 }
 
 impl Vocab {
-    /// The word as typed and, when the tokenizer lowercases its input, in
-    /// lower case.
-    fn cased_forms(&self, word: &str) -> Vec<String> {
-        let mut forms = vec![word.to_string()];
-        if self.lowercase {
-            let lower = word.to_lowercase();
-            if lower != word {
-                forms.push(lower);
-            }
+    /// `word` as the tokenizer's normaliser leaves it (see `normalize`),
+    /// leading spaces kept; an error when the normaliser cannot be built
+    /// or run.
+    pub fn normalize_word<'w>(&self, word: &'w str) -> Result<Cow<'w, str>> {
+        let normalizer = self
+            .words
+            .get_or_init(|| WordNormalizer::new(self.normalizer.as_ref()));
+        let failed =
+            |e: &String| Error::bad_file(&self.file, format!("cannot normalise text: {e}"));
+        normalizer
+            .as_ref()
+            .map_err(failed)?
+            .apply(word)
+            .map_err(|e| failed(&e))
+    }
+
+    /// The word normalised, then (when that is not the same) as typed: the
+    /// tokenizer looks up the normalised word, and an entry a user types
+    /// as stored (`[UNK]` for BERT uncased) is found as typed.
+    fn word_forms(&self, word: &str) -> Result<Vec<String>> {
+        let normalized = self.normalize_word(word)?;
+        let mut forms = vec![normalized.to_string()];
+        if normalized != word {
+            forms.push(word.to_string());
         }
-        forms
+        Ok(forms)
     }
 
     /// Whether entries mark a leading space (`Ġ`, `▁`), so that a word and
@@ -111,34 +133,44 @@ impl Vocab {
     ///   word as it appears in running text, else the exact entry; when
     ///   both exist the exact one is returned as [`WordMatch::piece`].
     ///
-    /// Tried as typed, then lowercased when the tokenizer lowercases.
-    pub fn resolve_word(&self, word: &str) -> Option<WordMatch> {
+    /// But for `=`, the word is tried as the tokenizer normalises it (see
+    /// [`Vocab::normalize_word`]), then as typed. An error when the
+    /// tokenizer's normaliser cannot be built.
+    pub fn resolve_word(&self, word: &str) -> Result<Option<WordMatch>> {
         if let Some(exact) = word.strip_prefix('=').filter(|e| !e.is_empty()) {
-            let id = self.entry_id(exact)?;
-            let raw = self.token(id).unwrap_or(exact).to_string();
-            return Some(WordMatch::alone((id, raw)));
+            let found = self.entry_id(exact).map(|id| {
+                let raw = self.token(id).unwrap_or(exact).to_string();
+                WordMatch::alone((id, raw))
+            });
+            return Ok(found);
         }
-        let forms = self.cased_forms(word);
+        let forms = self.word_forms(word)?;
+        let normalized = |form: &String| (form != word).then(|| form.clone());
         if word.starts_with(' ') {
-            let candidates = forms.iter().map(|f| self.spaced(f)).collect();
-            return self.first_entry(candidates).map(WordMatch::alone);
+            let found = forms.iter().find_map(|f| {
+                let (id, raw) = self.first_entry(vec![self.spaced(f)])?;
+                Some(WordMatch {
+                    normalized: normalized(f),
+                    ..WordMatch::alone((id, raw))
+                })
+            });
+            return Ok(found);
         }
-        forms.iter().find_map(|form| {
+        Ok(forms.iter().find_map(|form| {
             let exact = self.first_entry(self.exact(form));
             let spaced = if self.marks_space() {
                 self.first_entry(vec![self.spaced(form)])
             } else {
                 None
             };
-            match spaced {
-                Some((id, raw)) => Some(WordMatch {
-                    id,
-                    raw,
-                    piece: exact.filter(|(piece, _)| *piece != id),
-                }),
-                None => exact.map(WordMatch::alone),
-            }
-        })
+            let (id, raw) = spaced.clone().or_else(|| exact.clone())?;
+            Some(WordMatch {
+                id,
+                raw,
+                piece: spaced.and(exact).filter(|(piece, _)| *piece != id),
+                normalized: normalized(form),
+            })
+        }))
     }
 
     /// Up to `n` entries close to `word`, for an error message: marker and
@@ -149,7 +181,11 @@ impl Vocab {
         if n == 0 || word.is_empty() {
             return out;
         }
-        let bare = word.trim_start_matches(' ');
+        // The word as the tokenizer normalises it first; as typed when the
+        // normaliser cannot be built (the error is the tokenizer's, shown
+        // where it is needed).
+        let normalized = self.normalize_word(word).unwrap_or(Cow::Borrowed(word));
+        let bare = normalized.trim_start_matches(' ');
         let mut cased = vec![bare.to_string(), bare.to_lowercase(), bare.to_uppercase()];
         let mut chars = bare.chars();
         if let Some(first) = chars.next() {
@@ -160,7 +196,7 @@ impl Vocab {
                 out.push((id, raw.to_string()));
             }
         };
-        // `cased` holds the lower-case form already: no `cased_forms` here.
+        // `cased` holds the lower-case form already.
         for form in &cased {
             for raw in std::iter::once(self.spaced(form)).chain(self.exact(form)) {
                 if let Some(id) = self.id(&raw) {

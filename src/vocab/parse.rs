@@ -398,21 +398,6 @@ pub(crate) fn detect_style(raw: &RawTokenizer, model: &str) -> TokenStyle {
     TokenStyle::Plain
 }
 
-/// Whether the normalizer lowercases its input (BERT uncased).
-pub(crate) fn lowercases(raw: &RawTokenizer) -> bool {
-    let Some(normalizer) = raw.normalizer.as_ref() else {
-        return false;
-    };
-    if has_type(Some(normalizer), "Lowercase") {
-        return true;
-    }
-    let mut found = Vec::new();
-    find_type(normalizer, "BertNormalizer", &mut found);
-    found
-        .iter()
-        .any(|obj| obj.get("lowercase").and_then(Value::as_bool) == Some(true))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

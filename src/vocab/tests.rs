@@ -184,7 +184,7 @@ fn resolve_word_variants() {
         (sp.path(), "paris", None),
     ];
     for (dir, word, want) in cases {
-        let got = load(dir).resolve_word(word).map(|m| (m.id, m.raw));
+        let got = load(dir).resolve_word(word).unwrap().map(|m| (m.id, m.raw));
         let want = want.map(|(id, raw)| (id, raw.to_string()));
         assert_eq!(got, want, "{word:?} in {dir:?}");
     }
@@ -449,7 +449,7 @@ fn unigram_vocab_is_indexed_by_position() {
     assert_eq!(v.size(), 3);
     assert_eq!(v.id("▁Paris"), Some(1));
     assert_eq!(v.readable(2).as_deref(), Some("\\n"));
-    assert_eq!(v.resolve_word("Paris").map(|m| m.id), Some(1));
+    assert_eq!(v.resolve_word("Paris").unwrap().map(|m| m.id), Some(1));
 }
 
 #[test]

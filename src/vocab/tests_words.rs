@@ -49,11 +49,12 @@ fn bare_word_takes_the_word_and_names_the_piece() {
         (&wp, "=queen", None),
     ];
     for (v, word, want) in cases {
-        let got = v.resolve_word(word);
+        let got = v.resolve_word(word).unwrap();
         let want = want.map(|(id, raw, piece)| WordMatch {
             id,
             raw: raw.to_string(),
             piece: piece.map(|(id, raw)| (id, raw.to_string())),
+            normalized: None,
         });
         assert_eq!(got, want, "{word:?} in {:?}", v.style());
     }
