@@ -15,10 +15,12 @@ mod gguf_iq;
 mod mismatch;
 #[path = "../fixtures/gen/pieces.rs"]
 mod pieces;
+#[path = "../fixtures/gen/reach.rs"]
+pub mod reach;
 #[path = "../fixtures/gen/side_files.rs"]
 mod side_files;
 #[path = "../fixtures/gen/tokenizer_files.rs"]
-mod tokenizer_files;
+pub mod tokenizer_files;
 #[path = "../fixtures/gen/untrained.rs"]
 pub mod untrained;
 #[path = "../fixtures/gen/vocab.rs"]

@@ -182,13 +182,9 @@ fn exercise(v: &Vocab) {
     ];
     ids.extend(v.added_tokens().iter().map(|a| a.id));
     ids.extend(v.config_added_tokens().iter().map(|&(id, _)| id));
+    let _ = v.reached(&ids);
     for id in ids {
-        let _ = (
-            v.has_token(id),
-            v.is_special(id),
-            v.kind(id),
-            v.own_text(id),
-        );
+        let _ = (v.has_token(id), v.is_special(id), v.kind(id));
         if let Some(token) = v.token(id) {
             let _ = (v.id(token), v.resolve_word(token));
         }

@@ -89,15 +89,20 @@ fn json_has_every_field() {
         .sum();
     assert_eq!(total, 345);
     // The fixture's head is noise around its planted rows: no direction
-    // stands out, and the note says so.
+    // stands out, and the note says so. The planted bytes no UTF-8 text
+    // holds are listed, and no text reaches them: a note names them.
     let notes = v["notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(
         notes[0]
             .as_str()
             .unwrap()
             .starts_with("no direction of `lm_head.weight` stands out"),
         "{notes:?}"
+    );
+    assert_eq!(
+        notes[1],
+        "4 listed token(s) that no text reaches are not in the reference set (reserved placeholders and rows without a token): 180 \"<0xF8>\", 182 \"<0xFA>\", 181 \"<0xF9>\", 183 \"<0xFB>\""
     );
     assert_eq!(v["component_iterations"], 3);
     let c = candidate(&v, 339);
@@ -109,7 +114,7 @@ fn json_has_every_field() {
     assert_eq!(c["token"], "<0xF8>");
     assert_eq!(c["kind"], "byte");
     assert_eq!(c["reference"], false);
-    assert_eq!(c["reachable"], Value::Null);
+    assert_eq!(c["reachable"], false);
     let c = candidate(&v, 344);
     assert_eq!(c["token"], Value::Null);
     assert_eq!(c["kind"], Value::Null);
@@ -206,7 +211,8 @@ fn added_tokens_after_the_model_give_the_same_answers() {
         let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         let mut added = file["added_tokens"].take();
         added.as_array_mut().unwrap().push(serde_json::json!(
-            {"id": 343, "content": "<extra>", "special": false}
+            {"id": 343, "content": "<extra>", "single_word": false, "lstrip": false,
+             "rstrip": false, "normalized": false, "special": false}
         ));
         let object = file.as_object_mut().unwrap();
         object.remove("added_tokens");
@@ -228,6 +234,7 @@ fn added_tokens_after_the_model_give_the_same_answers() {
     let first = run(false);
     assert_eq!(first["reference"]["rows"], 5);
     assert_eq!(candidate(&first, 343)["reference"], false);
+    assert_eq!(candidate(&first, 343)["reachable"], true);
     assert_eq!(run(true), first);
 }
 
@@ -268,7 +275,7 @@ fn text_shows_the_chart_the_cut_and_the_table() {
     );
     assert_eq!(
         lines[1],
-        "reference     6 rows (4 reserved placeholders, 2 rows no token reaches)"
+        "reference     6 rows (4 reserved placeholders, 2 rows without a token)"
     );
     let chart = lines
         .iter()

@@ -116,7 +116,7 @@ pub enum Command {
     /// embedding, the L2 norm and the distance to the reference mean. The
     /// reference rows are known-untrained ones: reserved placeholders
     /// (`[unused3]`, `<unused3>`, `<|reserved_special_token_3|>`) and rows
-    /// no token reaches, or the ids given with --reference.
+    /// without a token, or the ids given with --reference.
     ///
     /// Combined rank: each indicator becomes a robust z-score (distance from
     /// the median of all rows in units of 1.4826 x the median absolute
@@ -172,14 +172,15 @@ pub struct UndertrainedArgs {
     /// model has one).
     #[arg(long, value_enum)]
     pub matrix: Option<MatrixArg>,
-    /// Known-untrained rows: `auto` (reserved placeholders and rows no token
-    /// reaches), or ids and inclusive ranges such as `100-200,5`.
+    /// Known-untrained rows: `auto` (reserved placeholders and rows without
+    /// a token), or ids and inclusive ranges such as `100-200,5`.
     #[arg(long, default_value = "auto", value_name = "IDS|auto")]
     pub reference: String,
-    /// Skip testing whether each listed token's own text encodes to it.
-    /// For a BPE tokenizer.json the test builds a tokenizer cut down to the
-    /// listed tokens' substrings (a parse of the file); for other
-    /// tokenizers, the full one (about 0.5 s for a Llama-3-size one).
+    /// Skip testing whether some text reaches each listed token (encodes,
+    /// as the tokenizer runs, to a sequence holding it). For BPE and
+    /// SentencePiece vocabularies (tokenizer.json, GGUF) the test builds a
+    /// tokenizer cut down to what encoding the tokens' witness texts needs;
+    /// for others, the full one.
     #[arg(long)]
     pub no_reachable: bool,
 }

@@ -113,7 +113,7 @@ impl Human for UndertrainedReport {
         let r = &self.reference;
         let origin = if r.source == "auto" {
             format!(
-                "{} reserved placeholders, {} rows no token reaches",
+                "{} reserved placeholders, {} rows without a token",
                 count(r.placeholders as u64),
                 count(r.unreachable as u64)
             )
@@ -183,7 +183,7 @@ impl Human for UndertrainedReport {
             out,
             "{}",
             style.dim(
-                "* strong candidate; ref: in the reference set; reach: its own text encodes to it"
+                "* strong candidate; ref: in the reference set; reach: some text encodes to it"
             )
         );
         out

@@ -1,6 +1,6 @@
-//! What a token stands for as bytes of text, what kind of token that makes
-//! it (special, a lone byte, a fragment of a UTF-8 char, or normal text),
-//! and whether encoding its own text gives it back.
+//! What a token stands for as bytes of text, and what kind of token that
+//! makes it (special, a lone byte, a fragment of a UTF-8 char, or normal
+//! text).
 
 use serde::Serialize;
 
@@ -50,16 +50,18 @@ fn numbered(t: &[u8], prefix: &[u8], suffix: &[u8]) -> bool {
 }
 
 /// The text of an entry, as bytes.
-struct Text {
-    bytes: Vec<u8>,
+pub(super) struct Text {
+    /// What the entry stands for.
+    pub bytes: Vec<u8>,
     /// A byte entry: SentencePiece `<0xNN>`, or one non-ASCII byte-level char.
-    lone_byte: bool,
+    pub lone_byte: bool,
     /// A WordPiece continuation (`##ing`): it never starts a word.
-    continuation: bool,
+    pub continuation: bool,
 }
 
 impl Vocab {
-    fn text(&self, id: u32) -> Option<Text> {
+    /// The text of `id`'s entry; `None` when there is no entry.
+    pub(super) fn text(&self, id: u32) -> Option<Text> {
         let e = self.entry(id)?;
         let raw = e.token;
         let plain = |bytes: Vec<u8>| Text {
@@ -121,26 +123,6 @@ impl Vocab {
                 TokenKind::Normal
             },
         )
-    }
-
-    /// Whether encoding the text `id` stands for (without template tokens)
-    /// gives exactly `[id]`. `None` when the question does not apply: no
-    /// entry, a lone byte or fragment that is not text, a WordPiece
-    /// continuation (which never starts a text), an empty entry, or text
-    /// the tokenizer cannot encode.
-    pub fn reaches_itself(&self, id: u32) -> Option<bool> {
-        let ids = self.encode(&self.own_text(id)?, false).ok()?;
-        Some(ids == [id])
-    }
-
-    /// The text [`Vocab::reaches_itself`] encodes for `id`, when the
-    /// question applies.
-    pub fn own_text(&self, id: u32) -> Option<String> {
-        let text = self.text(id)?;
-        if text.continuation || text.lone_byte || text.bytes.is_empty() {
-            return None;
-        }
-        String::from_utf8(text.bytes).ok()
     }
 }
 

@@ -10,6 +10,7 @@
 //! | `preview.rs` | the id → token table while tokenizer.json is still being read |
 //! | `entries.rs` | every token string in one buffer |
 //! | `merge_fit.rs` | BPE merges the tokenizers crate would refuse or panic on, found first |
+//! | `derived_merges.rs` | the merges of a vocabulary without a merge list: every cut of a piece into two, bounded |
 //! | `other_files/` | tokenizer files other than tokenizer.json, converted to one (see its table) |
 //! | `gguf.rs` | the vocabulary of a GGUF file's metadata |
 //! | `gguf_pre.rs` | llama.cpp's pre-tokenizer names and the splits they stand for |
@@ -17,7 +18,10 @@
 //! | `special.rs` | special tokens as every file beside the weights declares them |
 //! | `readable.rs` | human forms of raw entries, and back |
 //! | `kind.rs` | what a token stands for as bytes, and what kind that makes it |
+//! | `reach/` | whether some text reaches a token, as the tokenizer runs (see its table) |
 //! | `lookup.rs` | words typed by a user resolved to entries, and suggestions |
+//! | `normalize.rs` | a typed word normalised as the tokenizer normalises text |
+//! | `contain.rs` | calls into the tokenizers crate with its panics kept inside, and the faults checked first |
 //! | `tests*.rs`, `gguf_tests.rs` | tests on files the fixture writers make |
 //!
 //! Loading is cheap: tokenizer.json's `model.vocab` and `added_tokens` are
@@ -26,6 +30,8 @@
 //! of token strings; the full `tokenizers::Tokenizer` is built once, on
 //! the first [`Vocab::encode`].
 
+mod contain;
+mod derived_merges;
 mod entries;
 mod gguf;
 mod gguf_pre;
@@ -34,9 +40,11 @@ mod kind;
 mod load;
 mod lookup;
 mod merge_fit;
+mod normalize;
 mod other_files;
 pub(crate) mod parse;
 mod preview;
+mod reach;
 mod readable;
 pub(crate) mod scan;
 mod special;
@@ -51,6 +59,7 @@ use tokenizers::Tokenizer;
 use crate::error::{Error, Result};
 use crate::same_hash::sharing_hash;
 use entries::{Entries, Entry};
+use normalize::WordNormalizer;
 
 pub use gguf::{GGUF_SOURCE, TokenType};
 pub use kind::{TokenKind, is_placeholder};
@@ -146,7 +155,11 @@ pub struct Vocab {
     file: PathBuf,
     model: String,
     style: TokenStyle,
-    lowercase: bool,
+    /// tokenizer.json's `normalizer` (for a GGUF vocabulary, what llama.cpp
+    /// applies), of which word queries take the steps that change words.
+    normalizer: Option<serde_json::Value>,
+    /// The word normaliser, built on the first word query.
+    words: OnceLock<std::result::Result<WordNormalizer, String>>,
     /// Model vocab entries in file order, then added tokens.
     entries: Entries,
     /// id → index into `entries` (added tokens win), `NO_ENTRY` when unused.
@@ -357,13 +370,12 @@ impl Vocab {
             gguf_tokenizer::added_specials(recipe, self)
                 .map_err(|e| Error::bad_file(&self.file, e))?;
         }
-        let encoding =
-            tokenizer
-                .encode(text, add_special_tokens)
-                .map_err(|e| Error::CannotEncode {
-                    text: text.to_string(),
-                    why: one_line(&e.to_string()),
-                })?;
+        let encoding = contain::contained(|| tokenizer.encode(text, add_special_tokens))
+            .map_err(|e| Error::bad_file(&self.file, format!("cannot encode text: {e}")))?
+            .map_err(|e| Error::CannotEncode {
+                text: text.to_string(),
+                why: one_line(&e.to_string()),
+            })?;
         Ok(encoding.get_ids().to_vec())
     }
 
@@ -390,10 +402,26 @@ impl Vocab {
                 return Err(failed(&why));
             }
         }
-        let mut tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| failed(&e))?;
+        if let Some(fault) = self.normalizer.as_ref().and_then(contain::normalizer_fault) {
+            return Err(failed(&fault));
+        }
+        let mut tokenizer = contain::contained(|| Tokenizer::from_bytes(&bytes))
+            .map_err(|e| failed(&e))?
+            .map_err(|e| failed(&e))?;
         tokenizer.with_padding(None);
         tokenizer.with_truncation(None).map_err(|e| failed(&e))?;
         Ok(tokenizer)
+    }
+
+    /// What is wrong with the tokenizer file that the tokenizers crate
+    /// would fail on, found without building the tokenizer: a normaliser
+    /// it cannot read. `None` when nothing is known to be wrong.
+    pub fn tokenizer_fault(&self) -> Option<String> {
+        let fault = self
+            .normalizer
+            .as_ref()
+            .and_then(contain::normalizer_fault)?;
+        Some(format!("cannot build the tokenizer: {fault}"))
     }
 
     /// Whether `id` is special: an added token marked special, an

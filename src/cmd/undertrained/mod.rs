@@ -25,12 +25,10 @@
 //! | `component.rs` | the head's first principal component, by power iteration over a row sample |
 //! | `pass.rs` | the streaming pass: every row's `|r|²`, `r·m` and `r·c`, with the catch-up of rows read before the mean |
 //! | `reference.rs` | `--reference`: ids and ranges, or the `auto` set |
-//! | `reach.rs` | whether each listed token's own text encodes to it |
 
 mod component;
 mod pass;
 mod plan;
-mod reach;
 mod reference;
 
 use serde::Serialize;
@@ -66,7 +64,7 @@ pub struct Request {
     pub matrix: Option<Which>,
     /// The reference set.
     pub reference: ReferenceSpec,
-    /// Test whether each listed token's own text encodes to it.
+    /// Test whether some text reaches each listed token.
     pub reachability: bool,
     /// Draw progress bars for long passes.
     pub progress: bool,
@@ -89,7 +87,7 @@ pub struct ReferenceSummary {
     pub rows: usize,
     /// Reserved placeholder entries among them (auto).
     pub placeholders: usize,
-    /// Rows no token reaches among them (auto).
+    /// Rows without a token among them (auto).
     pub unreachable: usize,
 }
 
@@ -106,8 +104,9 @@ pub struct Candidate {
     pub kind: Option<TokenKind>,
     /// Whether the row is in the reference set.
     pub reference: bool,
-    /// Whether encoding the token's own text gives this id (null: not tested
-    /// or not applicable, see [`Vocab::reaches_itself`]).
+    /// Whether some text encodes to a sequence holding this id, as the
+    /// tokenizer runs (null: not tested or not known, see
+    /// [`Vocab::reached`]).
     pub reachable: Option<bool>,
     /// Combined score (mean of the oriented robust z-scores).
     pub score: f64,
@@ -259,7 +258,7 @@ pub fn run_loading<E: From<Error> + Send>(
                 };
                 format!("{why}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference")
             }
-            _ => "no reference rows (no reserved placeholder entries, and a token reaches every row): scores use the row norms only; give known-untrained ids with --reference".to_string(),
+            _ => "no reference rows (no reserved placeholder entries, and every row has a token): scores use the row norms only; give known-untrained ids with --reference".to_string(),
         });
     }
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
@@ -283,10 +282,14 @@ pub fn run_loading<E: From<Error> + Send>(
     // thread, most of the time) runs.
     let reachable = std::thread::scope(|s| {
         s.spawn(|| clock.time("release pages", || ckpt.release(&read)));
-        match vocab.filter(|_| req.reachability) {
-            Some(v) => clock.time("reachability", || reach::reachable(v, &ranked.order)),
-            None => Vec::new(),
+        match vocab.filter(|_| req.tests_reachability()) {
+            Some(v) => clock.time("reachability", || v.reached(&ranked.order)),
+            None => Ok(Vec::new()),
         }
+    });
+    let reachable = reachable.unwrap_or_else(|e| {
+        notes.push(format!("no token's reach is tested: {e}"));
+        Vec::new()
     });
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
@@ -308,7 +311,10 @@ pub fn run_loading<E: From<Error> + Send>(
             embed_norm: pick(&ind.embed_norm, id),
             embed_distance: pick(&ind.embed_distance, id),
         })
-        .collect();
+        .collect::<Vec<Candidate>>();
+    if req.reference == ReferenceSpec::Auto {
+        notes.extend(unreached_note(&candidates));
+    }
     Ok(UndertrainedReport {
         model: ckpt.model.clone(),
         embedding: embed.map(|m| m.name().to_string()),
@@ -410,6 +416,36 @@ fn best_rows(scores: &[f64], top: usize) -> (Vec<u32>, usize, Vec<u32>) {
         scored,
         strong,
     )
+}
+
+/// A note naming the listed tokens no text reaches that the `auto`
+/// reference set leaves out (it holds the rows without a token, not the
+/// tokens no text reaches: knowing those takes every token's test).
+fn unreached_note(candidates: &[Candidate]) -> Option<String> {
+    let outside: Vec<String> = candidates
+        .iter()
+        .filter(|c| c.reachable == Some(false) && !c.reference)
+        .map(|c| match &c.token {
+            Some(t) => format!("{} \"{t}\"", c.id),
+            None => c.id.to_string(),
+        })
+        .collect();
+    let shown = outside
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match outside.len() {
+        n if n > 5 => format!(", … {} more", n - 5),
+        _ => String::new(),
+    };
+    (!outside.is_empty()).then(|| {
+        format!(
+            "{} listed token(s) that no text reaches are not in the reference set (reserved placeholders and rows without a token): {shown}{more}",
+            outside.len()
+        )
+    })
 }
 
 /// A note when the head has reference rows but no cosine indicator.

@@ -20,7 +20,7 @@
 //! The pass starts after the sample, not together with it: started at
 //! once, it would meet the mean later, and re-reading its first half
 //! costs more than the overlap gains. When the reachability test cannot cut
-//! the tokenizer down (see `reach`), the full tokenizer is built on a
+//! the tokenizer down (see [`Vocab::reach_cuts_down`]), the full tokenizer is built on a
 //! thread of its own meanwhile. The head's pass, which needs both the
 //! component and the reference mean (taken by the loading worker after
 //! the embedding's, while that pass runs), comes last. Each matrix is
@@ -32,7 +32,6 @@ use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use super::component::{self, Component};
-use super::reach;
 use super::reference::{self, ReferenceSpec};
 use super::{Request, pass};
 use crate::aligned::Aligned;
@@ -263,15 +262,15 @@ fn load_guessing<E: From<crate::Error>>(
 }
 
 /// Builds the full tokenizer for the reachability test on a thread of
-/// `s`, when the test cannot cut one down from the file the vocabulary
-/// kept (see `reach`).
+/// `s`, when the test cannot cut one down (see
+/// [`Vocab::reach_cuts_down`]).
 fn build_tokenizer<'scope, 'v: 'scope>(
     vocab: Option<&'v Vocab>,
     req: &Request,
     s: &'scope Scope<'scope, '_>,
     clock: &'scope Clock,
 ) {
-    if let Some(v) = vocab.filter(|v| req.tests_reachability() && !reach::cuts_down(v)) {
+    if let Some(v) = vocab.filter(|v| req.tests_reachability() && !v.reach_cuts_down()) {
         s.spawn(move || clock.time("tokenizer build", || v.encode("", false)));
     }
 }

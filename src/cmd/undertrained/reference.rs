@@ -9,7 +9,7 @@ use crate::{Error, Result};
 /// What `--reference` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReferenceSpec {
-    /// Reserved placeholders and rows no token reaches.
+    /// Reserved placeholders and rows without a token.
     Auto,
     /// Inclusive id ranges as written (`5` is `5-5`), checked against the
     /// matrix when resolved.
