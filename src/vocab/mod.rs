@@ -417,11 +417,7 @@ impl Vocab {
     /// would fail on, found without building the tokenizer: a normaliser
     /// it cannot read. `None` when nothing is known to be wrong.
     pub fn tokenizer_fault(&self) -> Option<String> {
-        let fault = self
-            .normalizer
-            .as_ref()
-            .and_then(contain::normalizer_fault)?;
-        Some(format!("cannot build the tokenizer: {fault}"))
+        self.normalizer.as_ref().and_then(contain::normalizer_fault)
     }
 
     /// Whether `id` is special: an added token marked special, an

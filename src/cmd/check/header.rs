@@ -386,6 +386,16 @@ fn tokenizer(s: &Subject, out: &mut Vec<Finding>) {
         .file()
         .file_name()
         .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
+    if let Some(fault) = vocab.tokenizer_fault() {
+        out.push(Finding::new(
+            Severity::Error,
+            "tokenizer-unloadable",
+            format!(
+                "{name} cannot be loaded by the tokenizers crate: {fault}; no text can be encoded"
+            ),
+            json!({"tokenizer": file, "fault": fault}),
+        ));
+    }
     let mut missing = Vec::new();
     let mut moved = Vec::new();
     for (id, content) in vocab.config_added_tokens() {

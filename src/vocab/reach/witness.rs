@@ -109,7 +109,7 @@ impl<'v> Witnesses<'v> {
 
     /// A char the vocabulary has no entry for, found once: from the
     /// private use area, which vocabularies hardly hold.
-    fn absent(&self) -> Option<char> {
+    pub(super) fn absent(&self) -> Option<char> {
         *self.absent.get_or_init(|| {
             ('\u{E000}'..='\u{F8FF}')
                 .chain('\u{F0000}'..='\u{FFFFD}')
