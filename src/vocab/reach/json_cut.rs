@@ -17,7 +17,6 @@
 use std::ops::Range;
 
 use foldhash::{HashMap, HashSet};
-use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokenizers::Tokenizer;
@@ -143,7 +142,7 @@ pub(super) fn build(
         out.insert(content.to_string(), json!(id));
     }
     let merges = match keep {
-        Some(keep) => kept_merges(parsed, &out, keep, MERGES_PER_TASK)?,
+        Some(keep) => kept_merges(parsed, &out, keep)?,
         None => Vec::new(),
     };
     let json = json!({
@@ -208,31 +207,21 @@ pub(super) fn added_ids_hold(
     true
 }
 
-/// Merges filtered per task by [`kept_merges`].
-pub(super) const MERGES_PER_TASK: usize = 1 << 14;
-
 /// The merges of `parsed`, in order, whose parts are both `known` and
-/// whose result `keep` may hold, as `[a, b]` pairs, filtered on all
-/// cores, `per_task` merges a task (the places of their strings split
-/// anywhere between merges). Allocates only for strings with escapes and
-/// for the merges kept (a few hundred of Llama 3's 280k); `None` when a
-/// merge is not as the tokenizers crate reads it (the full tokenizer then
-/// answers).
+/// whose result `keep` may hold, as `[a, b]` pairs. Allocates only for
+/// strings with escapes and for the merges kept (a few hundred of Llama
+/// 3's 280k); `None` when a merge is not as the tokenizers crate reads it
+/// (the full tokenizer then answers). One thread walks them: Llama 3's in
+/// about 3 ms, less than handing them to a pool that `undertrained` keeps
+/// busy letting the matrices' pages go meanwhile.
 pub(super) fn kept_merges(
     parsed: &Parsed,
     known: &serde_json::Map<String, Value>,
     keep: &Substrings,
-    per_task: usize,
 ) -> Option<Vec<Value>> {
     let known: HashSet<&[u8]> = known.keys().map(String::as_bytes).collect();
     let sketch = Sketch::new(known.iter().copied());
-    let parts: Option<Vec<Vec<Value>>> = parsed
-        .places
-        .merges
-        .par_chunks(per_task)
-        .map(|merges| kept_among(parsed, merges, &known, &sketch, keep))
-        .collect();
-    Some(parts?.into_iter().flatten().collect())
+    kept_among(parsed, &parsed.places.merges, &known, &sketch, keep)
 }
 
 /// [`kept_merges`] among the merges at `merges`.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use foldhash::HashMap;
 use serde_json::{Value, json};
 
-use super::json_cut::{self, MERGES_PER_TASK, added_ids_hold, kept_merges};
+use super::json_cut::{self, added_ids_hold, kept_merges};
 use super::*;
 use crate::vocab::readable;
 
@@ -369,9 +369,9 @@ fn added_ids_the_full_tokenizer_does_not_give_use_it() {
 }
 
 #[test]
-fn merges_filtered_in_any_number_of_tasks() {
-    // The kept merges of the byte-level fixture (a few of its 87): in
-    // order whatever the split into tasks.
+fn kept_merges_make_kept_entries_in_file_order() {
+    // The merges of the byte-level fixture whose result a third of its
+    // tokens' witnesses hold: a few of its 87, in the file's order.
     let v = load("pieces-byte-level");
     let parsed = json_cut::parse(v.merges_source().unwrap()).unwrap();
     let mut keep = Substrings::new(16);
@@ -383,13 +383,22 @@ fn merges_filtered_in_any_number_of_tasks() {
     let known: serde_json::Map<String, Value> = (v.model_entries())
         .map(|(t, id)| (t.to_string(), json!(id)))
         .collect();
-    let one = kept_merges(&parsed, &known, &keep, MERGES_PER_TASK).unwrap();
-    assert!(one.len() > 2 && one.len() < 87, "{}", one.len());
-    for per_task in [1, 2, 7] {
-        assert_eq!(
-            kept_merges(&parsed, &known, &keep, per_task),
-            Some(one.clone())
-        );
+    let kept = kept_merges(&parsed, &known, &keep).unwrap();
+    assert!(kept.len() > 2 && kept.len() < 87, "{}", kept.len());
+    let text = std::fs::read_to_string(fixture("pieces-byte-level/tokenizer.json")).unwrap();
+    let file: Value = serde_json::from_str(&text).unwrap();
+    let all = file["model"]["merges"].as_array().unwrap();
+    let places: Vec<usize> = (kept.iter())
+        .map(|m| {
+            all.iter()
+                .position(|a| a == m)
+                .expect("a merge of the file")
+        })
+        .collect();
+    assert!(places.is_sorted(), "{places:?}");
+    for m in &kept {
+        let joined = format!("{}{}", m[0].as_str().unwrap(), m[1].as_str().unwrap());
+        assert!(keep.may_hold(joined.as_bytes()), "{joined}");
     }
 }
 
