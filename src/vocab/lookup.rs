@@ -1,7 +1,8 @@
 //! Finding entries for words typed by a user: a bare word as it appears in
 //! running text (with the leading-space marker when the vocabulary has
-//! one), ` word` and `=word` for each form explicitly, entries given as
-//! printed or as stored, case variants, and cheap suggestions for errors.
+//! one) and as the tokenizer normalises it (see `normalize`), ` word` and
+//! `=word` for each form explicitly, entries given as printed or as
+//! stored, and cheap suggestions for errors.
 
 use std::borrow::Cow;
 
