@@ -288,7 +288,10 @@ pub fn run_loading<E: From<Error> + Send>(
         }
     });
     let reachable = reachable.unwrap_or_else(|e| {
-        notes.push(format!("no token's reach is tested: {e}"));
+        notes.push(Note {
+            text: format!("no token's reach is tested: {e}"),
+            detail: false,
+        });
         Vec::new()
     });
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
@@ -313,7 +316,10 @@ pub fn run_loading<E: From<Error> + Send>(
         })
         .collect::<Vec<Candidate>>();
     if req.reference == ReferenceSpec::Auto {
-        notes.extend(unreached_note(&candidates));
+        notes.extend(unreached_note(&candidates).map(|text| Note {
+            text,
+            detail: false,
+        }));
     }
     Ok(UndertrainedReport {
         model: ckpt.model.clone(),
