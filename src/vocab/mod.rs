@@ -242,8 +242,8 @@ impl Vocab {
         self.entries.get(index as usize)
     }
 
-    /// Whether the tokenizer has an entry for `id` (a token reaches its
-    /// row): [`Vocab::token`] is `Some`.
+    /// Whether the tokenizer has an entry for `id`: [`Vocab::token`] is
+    /// `Some` (whether some text reaches it is [`Vocab::reached`]).
     pub fn has_token(&self, id: u32) -> bool {
         self.by_id.get(id as usize).is_some_and(|&i| i != NO_ENTRY)
     }
