@@ -253,6 +253,29 @@ fn the_tokenizer_alone_is_a_difference() {
 }
 
 #[test]
+fn a_normaliser_that_changes_text_is_a_difference() {
+    let tuned = fixture_copy("diff/base");
+    let file = tuned.path().join("tokenizer.json");
+    let mut t: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    t["normalizer"] = serde_json::json!({"type": "Sequence", "normalizers": [
+        {"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"}]});
+    std::fs::write(&file, t.to_string()).unwrap();
+    let tuned = tuned.path().display().to_string();
+    let (code, d) = diff(&[BASE, &tuned]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        d["tokens"]["normalizer"],
+        serde_json::json!(["none", "NFD, lowercase, strip accents"])
+    );
+    assert_eq!(d["embedding"]["changed"], 0);
+    let out = text(&["diff", BASE, &tuned], 1);
+    assert!(
+        out.contains("normaliser none → NFD, lowercase, strip accents"),
+        "{out}"
+    );
+}
+
+#[test]
 fn models_that_cannot_be_compared_are_one_line_exit_2() {
     let err = fails(
         &["diff", &fixture("diff/base"), &fixture("untrained")],

@@ -120,6 +120,9 @@ fn tokens_summary(t: &TokensDiff) -> String {
     if let Some([b, t]) = &t.kind {
         let _ = write!(line, "; tokenizer {b} → {t}");
     }
+    if let Some([b, t]) = &t.normalizer {
+        let _ = write!(line, "; normaliser {b} → {t}");
+    }
     line
 }
 

@@ -452,6 +452,13 @@ impl Vocab {
         &self.added
     }
 
+    /// What the tokenizer's normaliser does to a word's characters, in
+    /// words (`lowercase, strip accents`; `none`), alike for normalisers
+    /// that treat text alike.
+    pub fn normalization(&self) -> String {
+        normalize::describe(self.normalizer.as_ref())
+    }
+
     /// The cheap summary shown by `info`.
     pub fn summary(&self) -> TokenizerSummary {
         TokenizerSummary {

@@ -97,6 +97,67 @@ fn word_steps(step: &Value) -> Option<Value> {
     }
 }
 
+/// What `normalizer` does to a word's characters, in words
+/// (`lowercase, strip accents`; `none`): two normalisers with one
+/// description treat text alike, however their files spell it (BERT's
+/// `strip_accents: null` follows `lowercase`; a GGUF vocabulary's implied
+/// normaliser reads like the tokenizer.json it was converted from).
+pub(crate) fn describe(normalizer: Option<&Value>) -> String {
+    let mut parts = Vec::new();
+    if let Some(steps) = normalizer.and_then(word_steps) {
+        describe_step(&steps, &mut parts);
+    }
+    if parts.is_empty() {
+        return "none".into();
+    }
+    parts.join(", ")
+}
+
+fn describe_step(step: &Value, parts: &mut Vec<String>) {
+    let kind = step.get("type").and_then(Value::as_str).unwrap_or("?");
+    let flag = |name: &str| step.get(name).and_then(Value::as_bool);
+    match kind {
+        "Sequence" => {
+            let steps = step.get("normalizers").and_then(Value::as_array);
+            for s in steps.into_iter().flatten() {
+                describe_step(s, parts);
+            }
+        }
+        "BertNormalizer" => {
+            let lowercase = flag("lowercase").unwrap_or(true);
+            if flag("clean_text").unwrap_or(true) {
+                parts.push("clean text".into());
+            }
+            if lowercase {
+                parts.push("lowercase".into());
+            }
+            if flag("strip_accents").unwrap_or(lowercase) {
+                parts.push("strip accents".into());
+            }
+        }
+        "Lowercase" => parts.push("lowercase".into()),
+        "StripAccents" => parts.push("strip accents".into()),
+        "Replace" => {
+            let pattern = (step.pointer("/pattern/String"))
+                .or_else(|| step.pointer("/pattern/Regex"))
+                .map_or_else(|| "?".to_string(), |p| p.to_string());
+            let content = step
+                .get("content")
+                .map_or_else(String::new, Value::to_string);
+            parts.push(format!("replace {pattern} with {content}"));
+        }
+        "Precompiled" => {
+            let map = step.get("precompiled_charsmap").and_then(Value::as_str);
+            parts.push(format!(
+                "precompiled charsmap ({} chars)",
+                map.map_or(0, str::len)
+            ));
+        }
+        // NFC, NFD, NFKC, NFKD, Nmt and any step this reader does not name.
+        other => parts.push(other.to_string()),
+    }
+}
+
 /// Whether a `Replace` step replaces a whitespace string (SentencePiece's
 /// `" "` → `"▁"`).
 fn marks_spaces(step: &Value) -> bool {
@@ -151,5 +212,28 @@ mod tests {
         let bad = json!({"type": "Replace", "pattern": {"Regex": "("}, "content": ""});
         let err = WordNormalizer::new(Some(&bad)).err().unwrap();
         assert!(err.starts_with("normalizer: "), "{err}");
+    }
+
+    #[test]
+    fn descriptions_say_what_changes_characters() {
+        let bert = |strip: Value| {
+            json!({"type": "BertNormalizer", "clean_text": true,
+                "handle_chinese_chars": true, "strip_accents": strip, "lowercase": true})
+        };
+        let uncased = "clean text, lowercase, strip accents";
+        assert_eq!(describe(Some(&bert(Value::Null))), uncased);
+        assert_eq!(describe(Some(&bert(json!(true)))), uncased);
+        assert_eq!(describe(Some(&bert(json!(false)))), "clean text, lowercase");
+        // A GGUF WordPiece vocabulary reads like BERT uncased.
+        assert_eq!(describe(gguf_normalizer("bert").as_ref()), uncased);
+        // Llama 2's marks spaces only: like a GGUF llama vocabulary's none.
+        let llama = json!({"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "▁"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]});
+        assert_eq!(describe(Some(&llama)), "none");
+        assert_eq!(describe(None), "none");
+        let nfkc = json!({"type": "Sequence", "normalizers": [{"type": "NFKC"},
+            {"type": "Replace", "pattern": {"String": "``"}, "content": "\""}]});
+        assert_eq!(describe(Some(&nfkc)), "NFKC, replace \"``\" with \"\\\"\"");
     }
 }

@@ -1,5 +1,5 @@
 //! The tokenizer side of a diff: entries added, removed and renumbered,
-//! matched by their text; the tokenizer's kind; and the special-token
+//! matched by their text; the tokenizer's kind and normaliser; and the special-token
 //! ids (bos, eos, pad ...) that moved, as the files of each side declare
 //! them.
 
@@ -68,6 +68,9 @@ pub struct TokensDiff {
     /// The tokenizer model and how entries are stored, where they differ:
     /// `[base, tuned]`.
     pub kind: Option<[String; 2]>,
+    /// What each side's normaliser does to text, where they differ:
+    /// `[base, tuned]` (`lowercase, strip accents`, `none` ...).
+    pub normalizer: Option<[String; 2]>,
     /// Special-token roles whose declared ids moved.
     pub special_moved: Vec<SpecialMoved>,
 }
@@ -79,6 +82,7 @@ impl TokensDiff {
             && self.removed.is_empty()
             && self.renumbered.is_empty()
             && self.kind.is_none()
+            && self.normalizer.is_none()
             && self.special_moved.is_empty())
     }
 }
@@ -124,6 +128,10 @@ pub(crate) fn compare(base: &Vocab, tuned: &Vocab, matched: &Matched) -> TokensD
     let kind = |v: &Vocab| format!("{} ({:?})", family(v.model()), v.style());
     if kind(base) != kind(tuned) {
         d.kind = Some([kind(base), kind(tuned)]);
+    }
+    let (b, t) = (base.normalization(), tuned.normalization());
+    if b != t {
+        d.normalizer = Some([b, t]);
     }
     d.special_moved = special_moved(base, tuned);
     d
