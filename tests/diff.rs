@@ -194,7 +194,7 @@ fn a_quantized_fine_tune_compares_within_its_rounding() {
         assert_eq!(m["tuned"]["dtype"], "Q8_0");
         assert!(m["tolerance"]["why"].as_str().unwrap().contains("Q8_0"));
         assert_eq!(m["changed"], changed.len(), "{name}");
-        // A copy is rounded: not looked for.
+        // A copy is rounded: found within the rounding by a search.
         let inits: Vec<&str> = m["added"]
             .as_array()
             .unwrap()
@@ -203,10 +203,14 @@ fn a_quantized_fine_tune_compares_within_its_rounding() {
             .collect();
         assert_eq!(
             inits,
-            ["zeros", "mean", "trained", "random", "trained"],
+            ["zeros", "mean", "copy", "random", "trained"],
             "{name}"
         );
-        assert_eq!(m["init_basis"]["copies_sought"], false);
+        assert_eq!(m["init_basis"]["copies_sought"], true);
+        let (_, exact) = diff(&[BASE, TUNED]);
+        let copy_of = &exact[name]["added"][2]["copy_of"];
+        assert!(copy_of.is_u64(), "{name}: {exact}");
+        assert_eq!(&m["added"][2]["copy_of"], copy_of, "{name}");
     }
     let out = text(&["diff", BASE, "fixtures/diff/tuned-q8_0.gguf"], 1);
     assert!(out.contains("TUNED is Q8_0"), "{out}");

@@ -216,7 +216,7 @@ fn details(out: &mut String, style: &Style, name: &str, d: &MatrixDiff) {
             let _ = writeln!(
                 out,
                 "  {}",
-                style.dim("copies are not looked for where values are rounded: a copied row shows as mean, random or trained")
+                style.dim("copies are not looked for among this many rounded rows: a copied row shows as mean, random or trained")
             );
         }
     }

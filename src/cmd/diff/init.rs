@@ -4,7 +4,9 @@
 //! - `zeros`: every value is 0;
 //! - `copy`: equal to a base row after conversion to f32 (which one is
 //!   said), found by the rows' keys (see `key::values_key`) and confirmed
-//!   value by value;
+//!   value by value; when a side is rounded (a quantized fine-tune), equal
+//!   within the tolerance the rounding explains to the base row nearest
+//!   in direction, which one search over the base rows finds;
 //! - `mean`: within [`MEAN_WITHIN`] of the base rows' median norm from the
 //!   mean of the base rows (transformers' `resize_token_embeddings` draws
 //!   new rows this close to it);
@@ -19,10 +21,13 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::tolerance::Tolerance;
 use crate::cpu::RowBuild;
 use crate::matrix::Matrix;
+use crate::progress::Progress;
 use crate::rows::key::values_key;
 use crate::rows::pairs::{PairSums, pair_of};
+use crate::search::{Metric, top_k};
 
 /// A row within this fraction of the base rows' median norm from their
 /// mean is `mean`.
@@ -36,6 +41,12 @@ pub const SPREAD: f64 = 4.0;
 /// (keys of different rows seldom agree; a crafted file cannot make the
 /// search quadratic).
 const CANDIDATES: usize = 8;
+
+/// Added rows sought among the base rows within a tolerance, at most: the
+/// search costs a pass over the base rows with every added row as a
+/// query, so past this many (a vocabulary replaced, not extended) copies
+/// are not sought.
+pub const TOLERANT_COPIES_UP_TO: usize = 4096;
 
 /// How an added row was initialised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -81,8 +92,11 @@ pub(crate) struct Basis<'a> {
     pub mean: Option<&'a [f32]>,
     /// The base rows' median norm.
     pub median_norm: f64,
-    /// Every base row's key (empty: copies are not looked for).
+    /// Every base row's key (empty: copies are not looked for by key).
     pub keys: &'a [u64],
+    /// When values within rounding count as equal: copies are then sought
+    /// by a search instead of by key.
+    pub tolerance: Option<&'a Tolerance>,
 }
 
 /// One added row's verdict and the figures it rests on.
@@ -114,7 +128,10 @@ pub(crate) fn judge(base: &Matrix, tuned: &Matrix, added: &[u32], basis: &Basis)
             (s, values_key(row.as_slice(), s.aa))
         })
         .collect();
-    let copies = copies(base, tuned, added, &figures, basis.keys);
+    let copies = match basis.tolerance {
+        Some(tol) => near_copies(base, tuned, added, &figures, tol),
+        None => copies(base, tuned, added, &figures, basis.keys),
+    };
     let mean_norm = mean
         .iter()
         .map(|&x| f64::from(x).powi(2))
@@ -197,6 +214,45 @@ fn copies(
         .collect()
 }
 
+/// For each added row, the base row nearest in direction when the two are
+/// equal within `tol`; none when there are more than
+/// [`TOLERANT_COPIES_UP_TO`] added rows or the search cannot run.
+fn near_copies(
+    base: &Matrix,
+    tuned: &Matrix,
+    added: &[u32],
+    figures: &[(PairSums, u64)],
+    tol: &Tolerance,
+) -> Vec<Option<u32>> {
+    let mut found = vec![None; added.len()];
+    if added.len() > TOLERANT_COPIES_UP_TO {
+        return found;
+    }
+    // Zero rows are `zeros` whatever they equal; non-finite rows have no
+    // direction.
+    let sought: Vec<usize> = (0..added.len())
+        .filter(|&i| figures[i].0.finite() && figures[i].0.aa > 0.0)
+        .collect();
+    let queries: Vec<Vec<f32>> = (sought.iter())
+        .map(|&i| tuned.row(added[i] as usize))
+        .collect();
+    if queries.is_empty() {
+        return found;
+    }
+    let Ok(hits) = top_k(base, &queries, 1, Metric::Cosine, None, &Progress::hidden()) else {
+        return found;
+    };
+    let build = RowBuild::detect();
+    for ((&i, query), list) in sought.iter().zip(&queries).zip(hits.lists) {
+        let Some(hit) = list.first() else { continue };
+        let s = pair_of(build, &base.row(hit.id as usize), query);
+        if s.finite() && (s.max_diff == 0.0 || tol.allows(&s)) {
+            found[i] = Some(hit.id);
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +312,7 @@ mod tests {
             mean: Some(&mean),
             median_norm,
             keys: &keys,
+            tolerance: None,
         };
         let v = judge(&base, &tuned, &[64, 65, 66, 67, 68], &basis);
         let inits: Vec<Init> = v.iter().map(|v| v.init).collect();

@@ -135,7 +135,9 @@ pub struct InitBasis {
     pub mean_within: f64,
     /// A row whose |cosine| with the mean is below this is `random`.
     pub random_below: f64,
-    /// Whether copies were looked for (only where values compare exactly).
+    /// Whether copies were looked for (by key where values compare
+    /// exactly; by a search where they are rounded, up to
+    /// [`init::TOLERANT_COPIES_UP_TO`] added rows).
     pub copies_sought: bool,
 }
 
@@ -245,7 +247,7 @@ pub(crate) fn diff(
     )
     .unwrap_or(0.0);
     let (added, init, init_basis) = if with_added {
-        added_rows(pair, pairing, &m, median_norm, tolerance.is_none(), names)
+        added_rows(pair, pairing, &m, median_norm, tolerance.as_ref(), names)
     } else {
         (Vec::new(), InitCounts::default(), None)
     };
@@ -283,13 +285,14 @@ fn added_rows(
     pairing: &Pairing,
     m: &Measured,
     median_norm: f64,
-    exact: bool,
+    tolerance: Option<&Tolerance>,
     names: Names,
 ) -> (Vec<Added>, InitCounts, Option<InitBasis>) {
     let basis = Basis {
         mean: m.mean.as_deref(),
         median_norm,
-        keys: if exact { &m.keys } else { &[] },
+        keys: if tolerance.is_none() { &m.keys } else { &[] },
+        tolerance,
     };
     let verdicts = init::judge(&pair.base, &pair.tuned, &pairing.added, &basis);
     let mut counts = InitCounts::default();
@@ -328,7 +331,7 @@ fn added_rows(
         mean_norm,
         mean_within: init::MEAN_WITHIN,
         random_below: init::SPREAD / (pair.tuned.cols() as f64).sqrt(),
-        copies_sought: exact,
+        copies_sought: tolerance.is_none() || pairing.added.len() <= init::TOLERANT_COPIES_UP_TO,
     };
     (added, counts, Some(basis))
 }
