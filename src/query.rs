@@ -165,6 +165,32 @@ pub fn parse_expression(expr: &str) -> Result<Vec<(i8, String)>> {
     Ok(terms)
 }
 
+/// The row of a query that names one token (`#ID`, a word, `=entry`), as
+/// [`resolve`] finds the row of a term, checked against the rows of `m`;
+/// an expression of several terms is an error. Reads no row.
+pub fn token_row(
+    ckpt: &Checkpoint,
+    m: &Matrix,
+    vocab: Option<&Vocab>,
+    query: &str,
+    notes: &mut Vec<String>,
+) -> Result<u32> {
+    let terms = parse_expression(query)?;
+    let [(1, word)] = &terms[..] else {
+        return Err(Error::BadInput(format!(
+            "`{query}` is an expression of {} terms, not one token",
+            terms.len()
+        )));
+    };
+    let id = term_id(ckpt, vocab, word, notes)?;
+    if id >= m.rows() as u64 {
+        // The error naming the id and the matrix's rows.
+        m.checked_row(id)?;
+    }
+    // In range, and Matrix::new keeps rows within u32.
+    Ok(id as u32)
+}
+
 /// The row of one term: `#ID`, or a word resolved in the vocabulary.
 fn term_id(
     ckpt: &Checkpoint,

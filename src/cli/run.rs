@@ -8,10 +8,10 @@ use std::io::{self, Write as _};
 use std::path::Path;
 
 use crate::checkpoint::locate::locate;
-use crate::checkpoint::{Checkpoint, Faults, Unreadable, WeightFormat};
+use crate::checkpoint::{Checkpoint, Faults, Unreadable};
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Batch, QuerySpec};
-use crate::cmd::{self, check, diff, undertrained};
+use crate::cmd::{self, check, diff, load_vocab, load_vocab_with, undertrained};
 use crate::render;
 use crate::render::file::OutputFile;
 use crate::roles::Roles;
@@ -211,10 +211,6 @@ fn print_scoring_notes(out: &Out, notes: &[undertrained::Note]) {
     print_notes(out, &notes);
 }
 
-fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>> {
-    load_vocab_with(ckpt, Vocab::load)
-}
-
 /// The vocabulary for a command fed by it (word and text queries): a
 /// tokenizer file that cannot be read is the error; a special-token file
 /// that cannot be read feeds no query, and is a note.
@@ -292,20 +288,6 @@ fn lenient<V: std::borrow::Borrow<Vocab>>(
             None => Err(e),
         },
     }
-}
-
-/// The vocabulary, loaded from tokenizer.json by `load` ([`Vocab::load`],
-/// or [`Vocab::load_previewing`] for `undertrained`), or from a GGUF
-/// file's metadata.
-fn load_vocab_with(
-    ckpt: &Checkpoint,
-    load: impl FnOnce(&Path, Option<&serde_json::Value>) -> Result<Option<Vocab>>,
-) -> Result<Option<Vocab>> {
-    if let (WeightFormat::Gguf, Some(metadata)) = (ckpt.format, ckpt.gguf_metadata()) {
-        // A GGUF file carries its vocabulary in its metadata.
-        return Vocab::from_gguf(&ckpt.shards[0].path, metadata);
-    }
-    load(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))
 }
 
 /// `diff`: both models opened, and their tokenizers loaded side by side.

@@ -27,9 +27,13 @@ pub mod size;
 pub mod tensors;
 pub mod undertrained;
 
+use std::path::Path;
+
 use serde::Serialize;
 
-use crate::checkpoint::{Checkpoint, TensorEntry};
+use crate::Result;
+use crate::checkpoint::{Checkpoint, TensorEntry, WeightFormat};
+use crate::vocab::Vocab;
 
 /// A tensor as reports show it.
 #[derive(Debug, Clone, Serialize)]
@@ -60,4 +64,24 @@ impl TensorSummary {
             file: ckpt.file_of(t).display().to_string(),
         }
     }
+}
+
+/// The vocabulary of `ckpt`: its tokenizer files ([`Vocab::load`]), or a
+/// GGUF file's metadata; `None` when it has none.
+pub fn load_vocab(ckpt: &Checkpoint) -> Result<Option<Vocab>> {
+    load_vocab_with(ckpt, Vocab::load)
+}
+
+/// The vocabulary, loaded from tokenizer.json by `load` ([`Vocab::load`],
+/// or [`Vocab::load_previewing`] for `undertrained`), or from a GGUF
+/// file's metadata.
+pub fn load_vocab_with(
+    ckpt: &Checkpoint,
+    load: impl FnOnce(&Path, Option<&serde_json::Value>) -> Result<Option<Vocab>>,
+) -> Result<Option<Vocab>> {
+    if let (WeightFormat::Gguf, Some(metadata)) = (ckpt.format, ckpt.gguf_metadata()) {
+        // A GGUF file carries its vocabulary in its metadata.
+        return Vocab::from_gguf(&ckpt.shards[0].path, metadata);
+    }
+    load(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))
 }
