@@ -13,6 +13,7 @@ use embscope::search::Metric;
 use embscope::usage;
 
 use crate::Error;
+use crate::model::Model;
 
 /// One query: a row id, or a string as `neighbors` takes it (a word,
 /// `=entry`, `#ID`, an expression).
@@ -72,6 +73,36 @@ pub fn matrix(name: &str) -> PyResult<Which> {
         "embed" => Ok(Which::Embed),
         "head" => Ok(Which::Head),
         _ => Err(expected("matrix", name, "\"embed\" or \"head\"")),
+    }
+}
+
+/// `None` (both), `"both"`, `"embed"` or `"head"`, as `diff --matrix`
+/// takes them: the matrices compared, `None` for both.
+pub fn matrices(name: Option<&str>) -> PyResult<Option<Which>> {
+    match name {
+        None | Some("both") => Ok(None),
+        Some("embed") => Ok(Some(Which::Embed)),
+        Some("head") => Ok(Some(Which::Head)),
+        Some(other) => Err(expected("matrix", other, "\"embed\", \"head\" or \"both\"")),
+    }
+}
+
+/// A MODEL to open, or a model opened already.
+#[derive(FromPyObject)]
+pub enum ModelArg {
+    /// An opened model.
+    Opened(Py<Model>),
+    /// A MODEL, as `embscope.open` takes it.
+    Name(String),
+}
+
+impl ModelArg {
+    /// The model, opened when it was named.
+    pub fn open(self, py: Python<'_>) -> PyResult<Py<Model>> {
+        match self {
+            ModelArg::Opened(m) => Ok(m),
+            ModelArg::Name(name) => Py::new(py, Model::open(py, &name, None)?),
+        }
     }
 }
 

@@ -51,6 +51,37 @@ fn open(py: Python<'_>, model: &str, revision: Option<&str>) -> PyResult<Model> 
     Model::open(py, model, revision)
 }
 
+/// What a fine-tune changed in the vocabulary layers, as `embscope diff
+/// --json` prints it: `base` and `tuned` are MODELs or opened models;
+/// `matrix` compares one matrix only; `top` changed rows are listed;
+/// `by_id` pairs rows by id even when both have a tokenizer.
+#[pyfunction]
+#[pyo3(signature = (base, tuned, *, matrix=None, top=10, by_id=false))]
+fn diff<'py>(
+    py: Python<'py>,
+    base: args::ModelArg,
+    tuned: args::ModelArg,
+    matrix: Option<&str>,
+    top: usize,
+    by_id: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let req = embscope::cmd::diff::Request {
+        matrix: args::matrices(matrix)?,
+        top,
+        by_id,
+        progress: false,
+    };
+    let (base, tuned) = (base.open(py)?, tuned.open(py)?);
+    let (doc, notes) = py
+        .detach(|| -> embscope::Result<_> {
+            let report = Model::diff(base.get(), tuned.get(), &req)?;
+            Ok((out::json(&report), report.notes))
+        })
+        .map_err(error)?;
+    out::warn(py, &notes)?;
+    out::loads(py, &doc?)
+}
+
 /// Runs the command line on `argv` (the program name first) in this
 /// process, printing as the binary does; returns its exit code.
 #[pyfunction]
@@ -67,6 +98,7 @@ fn _embscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     Ok(())
 }

@@ -338,6 +338,34 @@ impl Model {
 }
 
 impl Model {
+    /// `diff` of `tuned` against `base`, their tokenizers loaded side by
+    /// side when a call has not loaded them yet.
+    pub fn diff(
+        base: &Model,
+        tuned: &Model,
+        req: &cmd::diff::Request,
+    ) -> embscope::Result<cmd::diff::DiffReport> {
+        let (base_vocab, tuned_vocab) = std::thread::scope(|s| {
+            let loading = s.spawn(|| base.vocab());
+            let tuned_vocab = tuned.vocab();
+            let base_vocab = loading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (base_vocab, tuned_vocab)
+        });
+        let base = cmd::diff::Model {
+            ckpt: &base.ckpt,
+            roles: &base.roles,
+            vocab: base_vocab?,
+        };
+        let tuned = cmd::diff::Model {
+            ckpt: &tuned.ckpt,
+            roles: &tuned.roles,
+            vocab: tuned_vocab?,
+        };
+        cmd::diff::run(base, tuned, req)
+    }
+
     /// The under-trained scoring of `req`, its tokenizer loaded while the
     /// first reads of the matrices run (a load of its own: the scoring
     /// keeps what it loads).
