@@ -122,6 +122,50 @@ impl Model {
             Ok(report)
         })
     }
+
+    /// `diff` of `tuned` against `base`, their tokenizers loaded side by
+    /// side when a call has not loaded them yet.
+    pub fn diff(
+        base: &Model,
+        tuned: &Model,
+        req: &cmd::diff::Request,
+    ) -> embscope::Result<cmd::diff::DiffReport> {
+        let (base_vocab, tuned_vocab) = std::thread::scope(|s| {
+            let loading = s.spawn(|| base.vocab());
+            let tuned_vocab = tuned.vocab();
+            let base_vocab = loading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (base_vocab, tuned_vocab)
+        });
+        let base = cmd::diff::Model {
+            ckpt: &base.ckpt,
+            roles: &base.roles,
+            vocab: base_vocab?,
+        };
+        let tuned = cmd::diff::Model {
+            ckpt: &tuned.ckpt,
+            roles: &tuned.roles,
+            vocab: tuned_vocab?,
+        };
+        cmd::diff::run(base, tuned, req)
+    }
+
+    /// The under-trained scoring of `req`, its tokenizer loaded while the
+    /// first reads of the matrices run (a load of its own: the scoring
+    /// keeps what it loads).
+    fn scored(
+        &self,
+        req: &undertrained::Request,
+    ) -> embscope::Result<undertrained::UndertrainedReport> {
+        let keep_merges = req.tests_reachability();
+        let load = |preview: &mut dyn FnMut(&embscope::vocab::Preview)| {
+            load_vocab_with(&self.ckpt, |dir, config| {
+                Vocab::load_previewing(dir, config, keep_merges, preview)
+            })
+        };
+        undertrained::run_loading(&self.ckpt, &self.roles, load, req)
+    }
 }
 
 #[pymethods]
@@ -174,7 +218,7 @@ impl Model {
     }
 
     /// The stored rows of the tokens `queries` and `text` name (as
-    /// [`Model::resolve`]) as a float32 array (n, hidden), a copy.
+    /// `resolve`) as a float32 array (n, hidden), a copy.
     #[pyo3(signature = (queries=None, *, text=None, matrix="embed"))]
     fn lookup<'py>(
         &self,
@@ -334,51 +378,5 @@ impl Model {
 
     fn __repr__(&self) -> String {
         format!("embscope.Model({:?})", self.ckpt.model)
-    }
-}
-
-impl Model {
-    /// `diff` of `tuned` against `base`, their tokenizers loaded side by
-    /// side when a call has not loaded them yet.
-    pub fn diff(
-        base: &Model,
-        tuned: &Model,
-        req: &cmd::diff::Request,
-    ) -> embscope::Result<cmd::diff::DiffReport> {
-        let (base_vocab, tuned_vocab) = std::thread::scope(|s| {
-            let loading = s.spawn(|| base.vocab());
-            let tuned_vocab = tuned.vocab();
-            let base_vocab = loading
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (base_vocab, tuned_vocab)
-        });
-        let base = cmd::diff::Model {
-            ckpt: &base.ckpt,
-            roles: &base.roles,
-            vocab: base_vocab?,
-        };
-        let tuned = cmd::diff::Model {
-            ckpt: &tuned.ckpt,
-            roles: &tuned.roles,
-            vocab: tuned_vocab?,
-        };
-        cmd::diff::run(base, tuned, req)
-    }
-
-    /// The under-trained scoring of `req`, its tokenizer loaded while the
-    /// first reads of the matrices run (a load of its own: the scoring
-    /// keeps what it loads).
-    fn scored(
-        &self,
-        req: &undertrained::Request,
-    ) -> embscope::Result<undertrained::UndertrainedReport> {
-        let keep_merges = req.tests_reachability();
-        let load = |preview: &mut dyn FnMut(&embscope::vocab::Preview)| {
-            load_vocab_with(&self.ckpt, |dir, config| {
-                Vocab::load_previewing(dir, config, keep_merges, preview)
-            })
-        };
-        undertrained::run_loading(&self.ckpt, &self.roles, load, req)
     }
 }
