@@ -11,7 +11,7 @@ use crate::checkpoint::locate::locate;
 use crate::checkpoint::{Checkpoint, Faults, Unreadable};
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Batch, QuerySpec};
-use crate::cmd::{self, check, diff, load_vocab, load_vocab_with, undertrained};
+use crate::cmd::{self, check, diff, lenient_vocab, load_vocab, load_vocab_with, undertrained};
 use crate::render;
 use crate::render::file::OutputFile;
 use crate::roles::Roles;
@@ -216,7 +216,7 @@ fn print_scoring_notes(out: &Out, notes: &[undertrained::Note]) {
 /// that cannot be read feeds no query, and is a note.
 fn needed_vocab(ckpt: &Checkpoint, out: &Out) -> Result<Option<Vocab>> {
     let vocab = load_vocab(ckpt)?;
-    print_notes(out, &lenient(ckpt, Ok(vocab.as_ref()))?.1);
+    print_notes(out, &lenient_vocab(ckpt, Ok(vocab.as_ref()))?.1);
     Ok(vocab)
 }
 
@@ -224,7 +224,7 @@ fn needed_vocab(ckpt: &Checkpoint, out: &Out) -> Result<Option<Vocab>> {
 /// `info`): tokenizer files that cannot be read are notes, and the command
 /// goes on without them, as it does when there are none.
 fn optional_vocab(ckpt: &Checkpoint, out: &Out) -> Result<Option<Vocab>> {
-    let (vocab, notes) = lenient(ckpt, load_vocab(ckpt))?;
+    let (vocab, notes) = lenient_vocab(ckpt, load_vocab(ckpt))?;
     print_notes(out, &notes);
     Ok(vocab)
 }
@@ -255,7 +255,7 @@ impl<'c> Loading<'c> {
         let loaded = load_vocab_with(self.ckpt, |dir, config| {
             Vocab::load_previewing(dir, config, self.keep_merges, preview)
         });
-        let (vocab, notes) = lenient(self.ckpt, loaded)?;
+        let (vocab, notes) = lenient_vocab(self.ckpt, loaded)?;
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
         Ok(vocab)
     }
@@ -263,30 +263,6 @@ impl<'c> Loading<'c> {
     /// The notes on the files the load could not read.
     fn notes(self) -> Vec<String> {
         self.notes.into_inner().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// What was `loaded`, with a note for each file that could not be read:
-/// one left out (a special-token file), or (a tokenizer file) the whole
-/// vocabulary's, then none. A GGUF vocabulary that cannot be read stays an
-/// error: it is the weights file's fault.
-fn lenient<V: std::borrow::Borrow<Vocab>>(
-    ckpt: &Checkpoint,
-    loaded: Result<Option<V>>,
-) -> Result<(Option<V>, Vec<String>)> {
-    match loaded {
-        Ok(vocab) => {
-            let left_out = vocab.as_ref().map_or(&[][..], |v| v.borrow().unreadable());
-            let dir = &ckpt.sources.dir;
-            let notes = (left_out.iter())
-                .map(|e| Unreadable::from_error(e, dir).note())
-                .collect();
-            Ok((vocab, notes))
-        }
-        Err(e) => match ckpt.vocab_unreadable(&e) {
-            Some(unread) => Ok((None, vec![unread.note()])),
-            None => Err(e),
-        },
     }
 }
 

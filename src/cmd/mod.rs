@@ -32,7 +32,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::Result;
-use crate::checkpoint::{Checkpoint, TensorEntry, WeightFormat};
+use crate::checkpoint::{Checkpoint, TensorEntry, Unreadable, WeightFormat};
 use crate::vocab::Vocab;
 
 /// A tensor as reports show it.
@@ -84,4 +84,28 @@ pub fn load_vocab_with(
         return Vocab::from_gguf(&ckpt.shards[0].path, metadata);
     }
     load(&ckpt.sources.dir, ckpt.config.as_ref().map(|c| &c.raw))
+}
+
+/// What was `loaded`, with a note for each file that could not be read:
+/// one left out (a special-token file), or (a tokenizer file) the whole
+/// vocabulary's, then none. A GGUF vocabulary that cannot be read stays an
+/// error: it is the weights file's fault.
+pub fn lenient_vocab<V: std::borrow::Borrow<Vocab>>(
+    ckpt: &Checkpoint,
+    loaded: Result<Option<V>>,
+) -> Result<(Option<V>, Vec<String>)> {
+    match loaded {
+        Ok(vocab) => {
+            let left_out = vocab.as_ref().map_or(&[][..], |v| v.borrow().unreadable());
+            let dir = &ckpt.sources.dir;
+            let notes = (left_out.iter())
+                .map(|e| Unreadable::from_error(e, dir).note())
+                .collect();
+            Ok((vocab, notes))
+        }
+        Err(e) => match ckpt.vocab_unreadable(&e) {
+            Some(unread) => Ok((None, vec![unread.note()])),
+            None => Err(e),
+        },
+    }
 }
