@@ -74,8 +74,9 @@ fn diff<'py>(
     let (base, tuned) = (base.open(py)?, tuned.open(py)?);
     let (doc, notes) = py
         .detach(|| -> embscope::Result<_> {
-            let report = Model::diff(base.get(), tuned.get(), &req)?;
-            Ok((out::json(&report), report.notes))
+            let (report, mut notes) = Model::diff(base.get(), tuned.get(), &req)?;
+            notes.extend(report.notes.iter().cloned());
+            Ok((out::json(&report), notes))
         })
         .map_err(error)?;
     out::warn(py, &notes)?;

@@ -10,13 +10,13 @@ use std::sync::OnceLock;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use embscope::checkpoint::Checkpoint;
 use embscope::checkpoint::locate::locate;
+use embscope::checkpoint::{Checkpoint, Unreadable};
 use embscope::cmd::lookup::Query as Rows;
 use embscope::cmd::neighbors::{NeighborsReport, QuerySpec, Request};
 use embscope::cmd::tensors::SortBy;
 use embscope::cmd::undertrained::{self, ReferenceSpec};
-use embscope::cmd::{self, check, load_vocab, load_vocab_with, neighbors};
+use embscope::cmd::{self, check, lenient_vocab, load_vocab, load_vocab_with, neighbors};
 use embscope::query::{encode_text, token_row};
 use embscope::roles::{Roles, Which};
 use embscope::vocab::Vocab;
@@ -30,7 +30,7 @@ pub struct Model {
     ckpt: Checkpoint,
     roles: Roles,
     /// Loaded by the first call that needs it; a failed load is tried
-    /// again by the next.
+    /// again by the next (and is a note or an error as that call needs).
     vocab: OnceLock<Option<Vocab>>,
 }
 
@@ -54,6 +54,9 @@ impl Model {
             .map_err(error)?;
         let (ckpt, roles) = opened;
         notes.extend(ckpt.sources.notes.iter().cloned());
+        // Side files opening could not read (a malformed config.json): no
+        // call but `check`, which reports them, needs one.
+        notes.extend(ckpt.unreadable.iter().map(Unreadable::note));
         out::warn(py, &notes)?;
         Ok(Model {
             ckpt,
@@ -71,6 +74,24 @@ impl Model {
         Ok(self.vocab.get_or_init(|| loaded).as_ref())
     }
 
+    /// The vocabulary for a call fed by it (word and text queries, `diff`):
+    /// a tokenizer file that cannot be read is the error; a special-token
+    /// file that cannot be read feeds no query, and is a note.
+    fn needed_vocab(&self, notes: &mut Vec<String>) -> embscope::Result<Option<&Vocab>> {
+        let vocab = self.vocab()?;
+        notes.extend(lenient_vocab(&self.ckpt, Ok(vocab))?.1);
+        Ok(vocab)
+    }
+
+    /// The vocabulary for a call that can do without one (rows by id,
+    /// `info`): tokenizer files that cannot be read are notes, and the
+    /// call goes on without them, as the command line does.
+    fn optional_vocab(&self, notes: &mut Vec<String>) -> embscope::Result<Option<&Vocab>> {
+        let (vocab, left_out) = lenient_vocab(&self.ckpt, self.vocab())?;
+        notes.extend(left_out);
+        Ok(vocab)
+    }
+
     /// The rows `queries` and `text` name in the `which` matrix, with the
     /// notes on how words resolved.
     fn ids(
@@ -81,11 +102,11 @@ impl Model {
     ) -> embscope::Result<(Vec<u32>, Vec<String>)> {
         let t = self.roles.matrix(&self.ckpt, which)?;
         let m = self.ckpt.matrix(t)?;
+        let mut notes = Vec::new();
         let vocab = match text.is_some() || args::need_vocab(queries) {
-            true => self.vocab()?,
+            true => self.needed_vocab(&mut notes)?,
             false => None,
         };
-        let mut notes = Vec::new();
         let mut ids = queries
             .iter()
             .map(|q| token_row(&self.ckpt, &m, vocab, q, &mut notes))
@@ -103,14 +124,21 @@ impl Model {
     }
 
     /// `neighbors`, loading the tokenizer alongside the scan when the
-    /// queries do not need it first (rows by id), as the command line does.
-    fn search(&self, req: &Request, which: Which) -> embscope::Result<NeighborsReport> {
+    /// queries do not need it first (rows by id), as the command line does;
+    /// with the notes on the files the load could not read.
+    fn search(
+        &self,
+        req: &Request,
+        which: Which,
+    ) -> embscope::Result<(NeighborsReport, Vec<String>)> {
         let (ckpt, roles) = (&self.ckpt, &self.roles);
-        if req.needs_vocab() || self.vocab.get().is_some() {
-            return neighbors::run(ckpt, roles, self.vocab()?, which, req);
+        let mut notes = Vec::new();
+        if req.needs_vocab() {
+            let vocab = self.needed_vocab(&mut notes)?;
+            return Ok((neighbors::run(ckpt, roles, vocab, which, req)?, notes));
         }
-        std::thread::scope(|s| {
-            let loading = s.spawn(|| self.vocab());
+        let report = std::thread::scope(|s| {
+            let loading = s.spawn(|| self.optional_vocab(&mut notes));
             let report = neighbors::run(ckpt, roles, None, which, req);
             let vocab = loading
                 .join()
@@ -119,25 +147,29 @@ impl Model {
             if let Some(v) = vocab {
                 report.name_tokens(v);
             }
-            Ok(report)
-        })
+            Ok::<_, embscope::Error>(report)
+        })?;
+        Ok((report, notes))
     }
 
     /// `diff` of `tuned` against `base`, their tokenizers loaded side by
-    /// side when a call has not loaded them yet.
+    /// side when a call has not loaded them yet; with the notes on the
+    /// files those loads could not read, base's first.
     pub fn diff(
         base: &Model,
         tuned: &Model,
         req: &cmd::diff::Request,
-    ) -> embscope::Result<cmd::diff::DiffReport> {
+    ) -> embscope::Result<(cmd::diff::DiffReport, Vec<String>)> {
+        let (mut notes, mut tuned_notes) = (Vec::new(), Vec::new());
         let (base_vocab, tuned_vocab) = std::thread::scope(|s| {
-            let loading = s.spawn(|| base.vocab());
-            let tuned_vocab = tuned.vocab();
+            let loading = s.spawn(|| base.needed_vocab(&mut notes));
+            let tuned_vocab = tuned.needed_vocab(&mut tuned_notes);
             let base_vocab = loading
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (base_vocab, tuned_vocab)
         });
+        notes.append(&mut tuned_notes);
         let base = cmd::diff::Model {
             ckpt: &base.ckpt,
             roles: &base.roles,
@@ -148,23 +180,29 @@ impl Model {
             roles: &tuned.roles,
             vocab: tuned_vocab?,
         };
-        cmd::diff::run(base, tuned, req)
+        Ok((cmd::diff::run(base, tuned, req)?, notes))
     }
 
     /// The under-trained scoring of `req`, its tokenizer loaded while the
     /// first reads of the matrices run (a load of its own: the scoring
-    /// keeps what it loads).
+    /// keeps what it loads); with the notes on the files the load could
+    /// not read, which the scores do without, as without a tokenizer.
     fn scored(
         &self,
         req: &undertrained::Request,
-    ) -> embscope::Result<undertrained::UndertrainedReport> {
+    ) -> embscope::Result<(undertrained::UndertrainedReport, Vec<String>)> {
         let keep_merges = req.tests_reachability();
+        let mut notes = Vec::new();
         let load = |preview: &mut dyn FnMut(&embscope::vocab::Preview)| {
-            load_vocab_with(&self.ckpt, |dir, config| {
+            let loaded = load_vocab_with(&self.ckpt, |dir, config| {
                 Vocab::load_previewing(dir, config, keep_merges, preview)
-            })
+            });
+            let (vocab, left_out) = lenient_vocab(&self.ckpt, loaded)?;
+            notes = left_out;
+            Ok::<_, embscope::Error>(vocab)
         };
-        undertrained::run_loading(&self.ckpt, &self.roles, load, req)
+        let report = undertrained::run_loading(&self.ckpt, &self.roles, load, req)?;
+        Ok((report, notes))
     }
 }
 
@@ -172,15 +210,18 @@ impl Model {
 impl Model {
     /// What the checkpoint holds, as `embscope info --json` prints it.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let doc = py
+        let (doc, notes) = py
             .detach(|| -> embscope::Result<_> {
                 let mut roles = self.roles.clone();
                 roles.compare_head(&self.ckpt);
-                let report = cmd::info::run(&self.ckpt, &roles, self.vocab()?);
-                Ok(out::json(&report))
+                let mut notes = Vec::new();
+                let vocab = self.optional_vocab(&mut notes)?;
+                let report = cmd::info::run(&self.ckpt, &roles, vocab);
+                Ok((out::json(&report), notes))
             })
-            .map_err(error)??;
-        out::loads(py, &doc)
+            .map_err(error)?;
+        out::warn(py, &notes)?;
+        out::loads(py, &doc?)
     }
 
     /// One entry per tensor, as `embscope tensors --json` prints them;
@@ -285,9 +326,10 @@ impl Model {
         };
         let (doc, notes) = py
             .detach(|| -> embscope::Result<_> {
-                let report = self.search(&req, which)?;
+                let (report, mut notes) = self.search(&req, which)?;
                 let results: Vec<_> = report.queries.iter().map(|a| &a.results).collect();
-                Ok((out::json(&results), report.notes))
+                notes.extend(report.notes);
+                Ok((out::json(&results), notes))
             })
             .map_err(error)?;
         out::warn(py, &notes)?;
@@ -338,10 +380,14 @@ impl Model {
             reachability,
             progress: false,
         };
-        let doc = py
-            .detach(|| self.scored(&req).map(|report| out::json(&report)))
-            .map_err(error)??;
-        out::loads(py, &doc)
+        let (doc, notes) = py
+            .detach(|| {
+                self.scored(&req)
+                    .map(|(report, notes)| (out::json(&report), notes))
+            })
+            .map_err(error)?;
+        out::warn(py, &notes)?;
+        out::loads(py, &doc?)
     }
 
     /// Every row's figures, as `embscope rows` writes them: a dict of
@@ -361,18 +407,24 @@ impl Model {
             reachability: false,
             progress: false,
         };
-        let report = py
-            .detach(|| {
-                let scored = self.scored(&req)?;
-                Ok(cmd::rows::run(cmd::rows::Scored {
+        let (report, notes) = py
+            .detach(|| -> embscope::Result<_> {
+                let (scored, mut notes) = self.scored(&req)?;
+                // The scoring's notes the command prints without `-v`: the
+                // columns have no place for them.
+                let scoring = scored.notes.into_iter().filter(|n| !n.detail);
+                notes.extend(scoring.map(|n| n.text));
+                let report = cmd::rows::run(cmd::rows::Scored {
                     model: scored.model,
                     embedding: scored.embedding,
                     head: scored.head,
                     indicators: scored.indicators,
                     every_row: scored.every_row,
-                }))
+                });
+                Ok((report, notes))
             })
             .map_err(error)?;
+        out::warn(py, &notes)?;
         Ok(out::row_columns(py, report)?.into_any())
     }
 
