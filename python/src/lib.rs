@@ -72,6 +72,8 @@ fn diff<'py>(
         progress: false,
     };
     let (base, tuned) = (base.open(py)?, tuned.open(py)?);
+    base.get().sound()?;
+    tuned.get().sound()?;
     let (doc, notes) = py
         .detach(|| -> embscope::Result<_> {
             let (report, mut notes) = Model::diff(base.get(), tuned.get(), &req)?;

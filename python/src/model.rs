@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use embscope::checkpoint::locate::locate;
-use embscope::checkpoint::{Checkpoint, Unreadable};
+use embscope::checkpoint::{Checkpoint, Faults, Unreadable};
 use embscope::cmd::lookup::Query as Rows;
 use embscope::cmd::neighbors::{NeighborsReport, QuerySpec, Request};
 use embscope::cmd::tensors::SortBy;
@@ -47,7 +47,9 @@ impl Model {
                     ));
                 }
                 let sources = locate(model, revision.unwrap_or("main"))?;
-                let ckpt = Checkpoint::open_located(model, sources)?;
+                // A tensor name given twice is kept for `check` to audit,
+                // and refused by every other call (see `sound`).
+                let ckpt = Checkpoint::open_located_with(model, sources, Faults::Record)?;
                 let roles = Roles::resolve(&ckpt);
                 Ok(((ckpt, roles), notes))
             })
@@ -63,6 +65,16 @@ impl Model {
             roles,
             vocab: OnceLock::new(),
         })
+    }
+
+    /// Refuses a file that gives a tensor name twice, as every command
+    /// but `check` does: opened so that `check` can audit it, it is an
+    /// error for every other call, with the command line's message.
+    pub fn sound(&self) -> PyResult<()> {
+        match self.ckpt.duplicate_names.first() {
+            Some(d) => Err(error(embscope::Error::bad_file(&d.file, d.fault.clone()))),
+            None => Ok(()),
+        }
     }
 
     /// The vocabulary, loaded on first use.
@@ -210,6 +222,7 @@ impl Model {
 impl Model {
     /// What the checkpoint holds, as `embscope info --json` prints it.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.sound()?;
         let (doc, notes) = py
             .detach(|| -> embscope::Result<_> {
                 let mut roles = self.roles.clone();
@@ -228,6 +241,7 @@ impl Model {
     /// `filter` keeps the names matching a glob.
     #[pyo3(signature = (filter=None))]
     fn tensors<'py>(&self, py: Python<'py>, filter: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        self.sound()?;
         let report = cmd::tensors::run(&self.ckpt, filter, SortBy::Name).map_err(error)?;
         out::loads(py, &out::json(&report)?)
     }
@@ -235,6 +249,7 @@ impl Model {
     /// Parameters and bytes of the vocabulary layers, as `embscope size
     /// --json` prints them.
     fn size<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.sound()?;
         let report = cmd::size::run(&self.ckpt, &self.roles, &Default::default()).map_err(error)?;
         out::loads(py, &out::json(&report)?)
     }
@@ -249,6 +264,7 @@ impl Model {
         text: Option<&str>,
         matrix: &str,
     ) -> PyResult<Vec<u32>> {
+        self.sound()?;
         let which = args::matrix(matrix)?;
         let (queries, _) = queries.map_or(Ok((Vec::new(), false)), Queries::specs)?;
         let (ids, notes) = py
@@ -268,6 +284,7 @@ impl Model {
         text: Option<&str>,
         matrix: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.sound()?;
         let which = args::matrix(matrix)?;
         let (queries, _) = queries.map_or(Ok((Vec::new(), false)), Queries::specs)?;
         let (report, notes) = py
@@ -304,6 +321,7 @@ impl Model {
         include_query: bool,
         filter: Option<Filters>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.sound()?;
         let which = args::matrix(matrix)?;
         let (queries, one) = match (query, &text) {
             (Some(q), None) => q.specs()?,
@@ -373,6 +391,7 @@ impl Model {
         reference: Option<Reference>,
         reachability: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.sound()?;
         let req = undertrained::Request {
             top,
             matrix: matrix.map(args::matrix).transpose()?,
@@ -400,6 +419,7 @@ impl Model {
         py: Python<'py>,
         reference: Option<Reference>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.sound()?;
         let req = undertrained::Request {
             top: 0,
             matrix: None,

@@ -3,7 +3,7 @@
 import pytest
 
 import embscope
-from conftest import cli_error, fixture
+from conftest import cli_error, cli_json, fixture
 
 
 @pytest.mark.parametrize(
@@ -14,7 +14,6 @@ from conftest import cli_error, fixture
         "broken/bad-json.safetensors",
         "broken/bad-header-len.safetensors",
         "broken/overlap.safetensors",
-        "broken/duplicate-tensor-name.safetensors",
         "broken/missing-shard",
         "gguf/broken",
     ],
@@ -24,6 +23,26 @@ def test_a_model_that_cannot_be_opened(model):
         embscope.open(fixture(model))
     assert str(e.value) == cli_error("info", fixture(model))
     assert "\n" not in str(e.value)
+
+
+def test_a_tensor_name_given_twice_is_refused_by_every_call_but_check():
+    model = fixture("broken/duplicate-tensor-name.safetensors")
+    m = embscope.open(model)
+    for call, command in [
+        (m.info, "info"),
+        (m.tensors, "tensors"),
+        (m.size, "size"),
+        (lambda: m.lookup([0]), "lookup"),
+        (lambda: m.neighbors(0), "neighbors"),
+        (m.undertrained, "undertrained"),
+        (m.rows, "rows"),
+        (lambda: embscope.diff(m, m), "diff"),
+    ]:
+        with pytest.raises(embscope.Error) as e:
+            call()
+        assert str(e.value) == cli_error("info", model), command
+    # check audits it, as the command line's does.
+    assert m.check() == cli_json("check", model)
 
 
 def test_queries_that_cannot_be_answered(llama):
