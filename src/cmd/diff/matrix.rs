@@ -137,7 +137,7 @@ pub struct InitBasis {
     pub random_below: f64,
     /// Whether copies were looked for (by key where values compare
     /// exactly; by a search where they are rounded, up to
-    /// [`init::TOLERANT_COPIES_UP_TO`] added rows).
+    /// 4,096 added rows, `init::TOLERANT_COPIES_UP_TO`).
     pub copies_sought: bool,
 }
 
