@@ -4,52 +4,11 @@
 //! `undertrained` run (one streaming pass per matrix), kept for every row
 //! where `undertrained` lists its top ones; this module names the rows.
 
-use std::collections::HashSet;
-
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::score::{EveryRow, STRONG};
-use crate::vocab::{TokenKind, Vocab, is_placeholder};
-
-/// What a row is, as far as the tokenizer tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RowKind {
-    /// Text.
-    Normal,
-    /// A special or control token (BOS, `[CLS]`).
-    Special,
-    /// An added token that is not special.
-    Added,
-    /// A reserved placeholder (`<|reserved_special_token_3|>`,
-    /// `[unused7]`, a GGUF `unused` token): untrained by design.
-    Reserved,
-    /// A single byte that is not text on its own.
-    Byte,
-    /// Bytes that are a piece of a multi-byte UTF-8 char.
-    PartialUtf8,
-    /// An id below the tokenizer's size that no entry has.
-    Unused,
-    /// An id beyond the tokenizer: a row the matrix was padded with.
-    Padding,
-}
-
-impl RowKind {
-    /// The name as written in every format.
-    pub fn name(self) -> &'static str {
-        match self {
-            RowKind::Normal => "normal",
-            RowKind::Special => "special",
-            RowKind::Added => "added",
-            RowKind::Reserved => "reserved",
-            RowKind::Byte => "byte",
-            RowKind::PartialUtf8 => "partial-utf8",
-            RowKind::Unused => "unused",
-            RowKind::Padding => "padding",
-        }
-    }
-}
+pub use crate::vocab::RowKind;
 
 /// What the scoring ran on, as its report names it, and its figures.
 #[derive(Debug)]
@@ -135,9 +94,7 @@ pub fn run(scored: Scored) -> RowsReport {
     } = every_row;
     let tied = embedding.is_some() && embedding == head;
     let vocab = vocab.as_deref();
-    let added: HashSet<u32> = vocab
-        .map(|v| v.added_tokens().iter().map(|a| a.id).collect())
-        .unwrap_or_default();
+    let kinds = vocab.map(|v| v.row_kinds());
     let pick = |v: &Option<Vec<f32>>, i: usize| v.as_ref().map(|v| v[i]);
     let rows = (0..scores.len())
         .into_par_iter()
@@ -147,7 +104,7 @@ pub fn run(scored: Scored) -> RowsReport {
             Row {
                 id,
                 token: vocab.and_then(|v| v.readable(id)),
-                kind: vocab.map(|v| kind(v, id, &added)),
+                kind: kinds.as_ref().map(|k| k.of(id)),
                 embed_norm: pick(&ind.embed_norm, i),
                 head_norm: pick(&ind.head_norm, i),
                 head_cosine: pick(&ind.head_cosine, i),
@@ -168,31 +125,5 @@ pub fn run(scored: Scored) -> RowsReport {
         reference_rows: reference.len(),
         tokenizer: vocab.is_some(),
         rows,
-    }
-}
-
-/// The kind of row `id`: no entry (padding beyond the tokenizer, unused
-/// below its size), then a reserved placeholder, a special token, an
-/// added one, and what its text is.
-fn kind(v: &Vocab, id: u32, added: &HashSet<u32>) -> RowKind {
-    let Some(token) = v.token(id) else {
-        return if (id as usize) < v.size() {
-            RowKind::Unused
-        } else {
-            RowKind::Padding
-        };
-    };
-    if is_placeholder(token) || v.is_unused(id) {
-        RowKind::Reserved
-    } else if v.is_special(id) {
-        RowKind::Special
-    } else if added.contains(&id) {
-        RowKind::Added
-    } else {
-        match v.kind(id) {
-            Some(TokenKind::Byte) => RowKind::Byte,
-            Some(TokenKind::PartialUtf8) => RowKind::PartialUtf8,
-            _ => RowKind::Normal,
-        }
     }
 }

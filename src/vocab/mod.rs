@@ -19,6 +19,7 @@
 //! | `readable.rs` | human forms of raw entries, and back |
 //! | `kind.rs` | what a token stands for as bytes, and what kind that makes it |
 //! | `reach/` | whether some text reaches a token, as the tokenizer runs (see its table) |
+//! | `row_kind.rs` | what each row of the matrices is: text, special, reserved, padding … |
 //! | `lookup.rs` | words typed by a user resolved to entries, and suggestions |
 //! | `normalize.rs` | a typed word normalised as the tokenizer normalises text |
 //! | `contain.rs` | calls into the tokenizers crate with its panics kept inside, and the faults checked first |
@@ -46,6 +47,7 @@ pub(crate) mod parse;
 mod preview;
 mod reach;
 mod readable;
+mod row_kind;
 pub(crate) mod scan;
 mod special;
 
@@ -66,6 +68,7 @@ pub use kind::{TokenKind, is_placeholder};
 pub use lookup::WordMatch;
 pub use preview::Preview;
 pub use readable::TokenStyle;
+pub use row_kind::{RowKind, RowKinds};
 pub use special::{ROLES, SpecialDecl};
 
 /// Marks an empty slot of the dense id table.
