@@ -11,7 +11,9 @@
 //! | `key.rs` | the duplicate key of a row's bytes; the key of its values, whatever the dtype |
 //! | `mean.rs` | the mean of some rows, over the finite ones; a row added to column sums |
 //! | `pairs.rs` | rows of two matrices compared pair by pair, with the base mean and keys in the same read |
+//! | `component.rs` | the first principal components of a matrix's rows, by power iteration over an even sample |
 
+pub(crate) mod component;
 pub(crate) mod dots;
 pub(crate) mod dpbf16;
 pub(crate) mod key;

@@ -6,8 +6,8 @@
 //!   between the row and the mean of the reference rows, both with the first
 //!   principal component of the matrix removed (the component, of the
 //!   mean-centred rows, is found by power iteration over evenly spaced
-//!   runs of rows, see `component`, then one streaming pass scores every
-//!   row, see `pass`);
+//!   runs of rows, see `rows::component`, then one streaming pass scores
+//!   every row, see `pass`);
 //! - embedding: the L2 norm, and the Euclidean distance to the reference mean.
 //!
 //! Each indicator that applies becomes an oriented robust z-score and the
@@ -22,11 +22,9 @@
 //! |---|---|
 //! | `mod.rs` | the request, the report, the ranking of rows |
 //! | `plan.rs` | what runs alongside what, and the timed stages |
-//! | `component.rs` | the head's first principal component, by power iteration over a row sample |
 //! | `pass.rs` | the streaming pass: every row's `|r|²`, `r·m` and `r·c`, with the catch-up of rows read before the mean |
 //! | `reference.rs` | `--reference`: ids and ranges, or the `auto` set |
 
-mod component;
 mod pass;
 mod plan;
 mod reference;

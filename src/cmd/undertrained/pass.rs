@@ -1,6 +1,6 @@
 //! The streaming pass of `undertrained` over one matrix: per-row sums
 //! `|r|²`, `r·m` against the reference mean and `r·c` against the first
-//! principal component (see `component`), all through [`stream::scan`].
+//! principal component (see `rows::component`), all through [`stream::scan`].
 //!
 //! The reference mean may arrive while the pass runs (it needs the
 //! vocabulary, which loads alongside, see `plan`): blocks read before it

@@ -3,7 +3,7 @@
 //!
 //! At the start the vocabulary load, followed by the reference set, runs
 //! on one worker of the pool while the others take the head's principal
-//! component from its row sample (it needs nothing else; see `component`),
+//! component from its row sample (it needs nothing else; see `rows::component`),
 //! and the loading worker joins them when done. (On a thread of its own,
 //! the load would share the cores with every worker, which on few cores
 //! slows the command by more than the load itself.)
@@ -31,12 +31,12 @@ use std::sync::{Mutex, OnceLock};
 use std::thread::Scope;
 use std::time::{Duration, Instant};
 
-use super::component::{self, Component};
 use super::reference::{self, ReferenceSpec};
 use super::{Request, pass};
 use crate::aligned::Aligned;
 use crate::matrix::Matrix;
 use crate::progress::Progress;
+use crate::rows::component::{self, Component};
 use crate::rows::dpbf16;
 use crate::rows::mean::mean_of;
 use crate::score::indicators::{Indicators, cosines, distances, norms};

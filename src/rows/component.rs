@@ -35,9 +35,9 @@ use crate::aligned::Aligned;
 use crate::dtype::Dtype;
 use crate::matrix::Matrix;
 
+use super::dots::{axpy, dots};
+use super::row::{Bf16, Row, prefetch};
 use crate::cpu::{Isa, PORTABLE_FUSES, RowBuild};
-use crate::rows::dots::{axpy, dots};
-use crate::rows::row::{Bf16, Row, prefetch};
 
 /// Rows sampled (in evenly spaced runs) for the component.
 pub(crate) const SAMPLE_ROWS: usize = 4096;
