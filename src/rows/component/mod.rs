@@ -1,7 +1,8 @@
 //! The first principal component of a matrix's rows (mean-centred), from
 //! an evenly spread sample of them: power iteration in memory-mapped place
 //! over the sample, so the full matrix is read only once afterwards (by
-//! `pass`) to score every row against it.
+//! `undertrained`'s pass) to score every row against it. The first two
+//! together, for a map of the rows, in `plane`.
 //!
 //! The sample is [`SAMPLE_ROWS`] rows in runs of [`RUN`] adjacent rows,
 //! the runs evenly spaced (all rows of a smaller matrix, where the
@@ -29,9 +30,12 @@
 //! variance (`within_noise` says so). Otherwise it stops at
 //! [`MAX_ITERATIONS`].
 
+mod plane;
 mod sweep;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use plane::{Plane, plane};
 
 use crate::aligned::Aligned;
 use crate::cpu::RowBuild;

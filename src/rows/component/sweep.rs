@@ -29,6 +29,9 @@ pub(super) enum Sum<'v> {
     Finite(Option<&'v [f32]>),
     /// `Σ r (r·v)`.
     Along(&'v [f32]),
+    /// `Σ r (r·v)` and, beside it, `Σ r (r·w)`: an iteration of two
+    /// estimates in one read.
+    Two(&'v [f32], &'v [f32]),
 }
 
 /// One worker's share of a sweep.
@@ -38,7 +41,8 @@ struct Acc {
     /// The sum over finished chunks.
     total: Vec<f64>,
     /// This chunk's and the finished chunks' `Σ r (r·v)` in a
-    /// [`Sum::Finite`] sweep with a `v` (else empty).
+    /// [`Sum::Finite`] sweep with a `v`, or `Σ r (r·w)` in a [`Sum::Two`]
+    /// sweep (else empty).
     chunk_along: Aligned<f32>,
     total_along: Vec<f64>,
     /// The finite rows seen ([`Sum::Finite`]).
@@ -60,13 +64,20 @@ fn tile_work<const FMA: bool, T: Row>(
     acc: &mut Acc,
     ask: impl Fn(usize),
 ) {
-    // The rows added (the finite ones, for `Sum::Finite`), and their `r·v`.
+    // The rows added (the finite ones, for `Sum::Finite`), and their `r·v`
+    // (and `r·w`).
     let (mut kept, mut along, mut n) = ([rows[0]; TILE], [0f32; TILE], 0);
+    let mut beside = [0f32; TILE];
     for (k, (&r, &i)) in rows.iter().zip(ids).enumerate() {
         ask(k + 1);
         match sum {
             Sum::Along(v) => {
                 (kept[n], along[n]) = (r, dots::<FMA, 1>(r, [v]).1[0]);
+                n += 1;
+            }
+            Sum::Two(v, w) => {
+                let [d, e] = dots::<FMA, 2>(r, [v, w]).1;
+                (kept[n], along[n], beside[n]) = (r, d, e);
                 n += 1;
             }
             Sum::Finite(v) => {
@@ -89,6 +100,10 @@ fn tile_work<const FMA: bool, T: Row>(
     }
     match sum {
         Sum::Along(_) => axpy::<FMA, _>(&mut acc.chunk, &along[..n], &kept[..n]),
+        Sum::Two(..) => {
+            axpy::<FMA, _>(&mut acc.chunk, &along[..n], &kept[..n]);
+            axpy::<FMA, _>(&mut acc.chunk_along, &beside[..n], &kept[..n]);
+        }
         Sum::Finite(v) => {
             axpy::<FMA, _>(&mut acc.chunk, &[1.0; TILE][..n], &kept[..n]);
             if v.is_some() {
@@ -151,9 +166,11 @@ unsafe fn chunk_avx2(m: &Matrix, ids: &[usize], sum: Sum, acc: &mut Acc) {
 
 /// What a sweep found.
 pub(super) struct Swept {
-    /// `Σ r (r·v)` ([`Sum::Along`]), or the sum of the finite rows.
+    /// `Σ r (r·v)` ([`Sum::Along`], [`Sum::Two`]), or the sum of the
+    /// finite rows.
     pub sum: Vec<f64>,
-    /// [`Sum::Finite`] with a `v`: `Σ r (r·v)` over the finite rows.
+    /// [`Sum::Finite`] with a `v`: `Σ r (r·v)` over the finite rows;
+    /// [`Sum::Two`]: `Σ r (r·w)`.
     pub along: Option<Vec<f64>>,
     /// [`Sum::Finite`]: the finite rows (sorted).
     pub finite: Vec<usize>,
@@ -165,7 +182,7 @@ pub(super) struct Swept {
 pub(super) fn sweep(build: RowBuild, m: &Matrix, ids: &[usize], sum: Sum) -> Swept {
     let cols = m.cols();
     let along_cols = match sum {
-        Sum::Finite(Some(_)) => cols,
+        Sum::Finite(Some(_)) | Sum::Two(..) => cols,
         _ => 0,
     };
     let acc = ids

@@ -1,6 +1,7 @@
 //! The component against known spreads, the full matrix, noise, and the
 //! sweep's sums against each other.
 
+use super::plane::MAX_PLANE_ITERATIONS;
 use super::sweep::{Sum, sweep};
 use super::*;
 use crate::dtype::Dtype;
@@ -156,4 +157,65 @@ fn no_finite_rows_give_an_axis() {
     let c = sampled(&m, SAMPLE_ROWS);
     assert_eq!((&c.v[..], c.rows, c.iterations), (&[1.0, 0.0][..], 0, 0));
     assert!(!c.within_noise);
+}
+
+#[test]
+fn the_plane_of_two_known_spreads() {
+    // 3,000 rows of 48 values: noise of spread 1 in every axis, plus
+    // spreads of 4 along one direction and 2.5 along another orthogonal
+    // to it, around an offset, and a NaN row every 500.
+    let (rows, cols) = (3000, 48);
+    let a: Vec<f32> = (0..cols)
+        .map(|j| if j % 2 == 0 { 1.0 } else { 0.0 })
+        .collect();
+    let b: Vec<f32> = (0..cols)
+        .map(|j| if j % 4 == 1 { 1.0 } else { 0.0 })
+        .collect();
+    let unit = |v: &[f32]| {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect::<Vec<f32>>()
+    };
+    let (a, b) = (unit(&a), unit(&b));
+    let mut values = Vec::with_capacity(rows * cols);
+    for i in 0..rows {
+        let (s, t) = (4.0 * 3.4 * noise(i * 7 + 1), 2.5 * 3.4 * noise(i * 7 + 2));
+        for j in 0..cols {
+            let x = 0.3 + 3.4 * noise(10_000 + i * cols + j) + s * a[j] + t * b[j];
+            values.push(if i % 500 == 9 { f32::NAN } else { x });
+        }
+    }
+    let bytes = f32_matrix(&values, rows, cols);
+    let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+    let p = plane(&m, SAMPLE_ROWS);
+    assert_eq!(p.rows.len(), rows - 6);
+    let cos = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>();
+    assert!(cos(&p.axes[0], &a).abs() > 0.98, "{:?}", p.axes[0]);
+    assert!(cos(&p.axes[1], &b).abs() > 0.95, "{:?}", p.axes[1]);
+    assert!(cos(&p.axes[0], &p.axes[1]).abs() < 1e-5);
+    assert!(
+        p.share[0] > p.share[1] && p.share[1] > 0.05,
+        "{:?}",
+        p.share
+    );
+    assert!(!p.within_noise);
+    assert!(p.iterations < MAX_PLANE_ITERATIONS, "{}", p.iterations);
+    // Signed by the largest entry, so the same every time.
+    for axis in &p.axes {
+        let big = axis
+            .iter()
+            .fold(0f32, |m, &x| if x.abs() > m.abs() { x } else { m });
+        assert!(big > 0.0);
+    }
+    assert!((p.mean[0] - 0.3).abs() < 0.2, "{}", p.mean[0]);
+}
+
+#[test]
+fn a_plane_of_noise_stops_at_the_noise_test() {
+    let (rows, cols) = (2000, 64);
+    let values: Vec<f32> = (0..rows * cols).map(noise).collect();
+    let bytes = f32_matrix(&values, rows, cols);
+    let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
+    let p = plane(&m, SAMPLE_ROWS);
+    assert!(p.within_noise);
+    assert_eq!(p.iterations, NOISE_TEST_FROM);
 }
