@@ -148,6 +148,7 @@ pub fn similarity_svg(r: &SimilarityReport) -> String {
             "expression or text".to_string(),
         ],
         equal_aspect: true,
+        dense: false,
     }
     .draw(&mut svg, map);
     svg.caption(&format!(

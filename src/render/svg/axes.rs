@@ -135,6 +135,11 @@ pub enum Key<'a> {
 /// Draws a legend in the top right corner inside `plot`, on white, one
 /// entry a line; labels longer than half the plot's width are cut.
 pub fn legend(svg: &mut Svg, plot: Rect, entries: &[(Key, String)]) {
+    legend_at(svg, plot, entries, false);
+}
+
+/// [`legend`] in the top left corner when `left`, else the top right.
+pub fn legend_at(svg: &mut Svg, plot: Rect, entries: &[(Key, String)], left: bool) {
     if entries.is_empty() {
         return;
     }
@@ -149,7 +154,12 @@ pub fn legend(svg: &mut Svg, plot: Rect, entries: &[(Key, String)]) {
         .map(|l| text::width(l, LABEL))
         .fold(0.0, f64::max);
     let (w, h) = (text_w + 40.0, line * entries.len() as f64 + 8.0);
-    let at = Rect::new(plot.right() - w - 6.0, plot.y + 6.0, w, h);
+    let x = if left {
+        plot.x + 6.0
+    } else {
+        plot.right() - w - 6.0
+    };
+    let at = Rect::new(x, plot.y + 6.0, w, h);
     svg.rect(at, "#ffffff", None, "legend");
     svg.outline(at, Stroke::solid("#bbbbbb", 1.0));
     for (i, ((key, _), label)) in entries.iter().zip(&labels).enumerate() {

@@ -2,7 +2,8 @@
 //! span two decades or more (a few special rows beside a hundred thousand
 //! ordinary ones still show); subsets of the rows (special, reserved,
 //! untrained-looking) as outlines over the bars, each in its own colour and
-//! dash; values of note (a threshold) as labelled vertical lines.
+//! dash; values of note (a threshold) as labelled vertical lines. The
+//! legend takes the top corner over the lower bars.
 
 use super::axes::{self, Axis, Key, TICK};
 use super::doc::{Anchor, Rect, Stroke, Svg, TextStyle};
@@ -152,7 +153,12 @@ impl Histogram<'_> {
                     .class("cut"),
             );
         }
-        axes::legend(svg, plot, &entries);
+        // The legend goes in the top corner over the lower bars.
+        let third = bins.div_ceil(3);
+        let tallest = |counts: &[u64]| counts.iter().copied().max().unwrap_or(0);
+        let left = tallest(&self.counts[..third.min(self.counts.len())])
+            < tallest(&self.counts[self.counts.len().saturating_sub(third)..]);
+        axes::legend_at(svg, plot, &entries, left);
     }
 }
 

@@ -1,5 +1,5 @@
 //! Pictures, as SVG written directly: a histogram, a heatmap, a scatter
-//! plot and stacked bars, each drawn into a rectangle of an [`Svg`]
+//! plot, stacked bars and ranked bars, each drawn into a rectangle of an [`Svg`]
 //! canvas, so one file can hold several panels (`similarity --plot`: the
 //! heatmap and the map side by side).
 //!
@@ -21,6 +21,7 @@
 //! | `heatmap.rs` | a labelled grid of values with a colour bar |
 //! | `scatter.rs` | points in groups, labels placed where they fit |
 //! | `bars.rs` | stacked horizontal bars with a legend and totals |
+//! | `ranking.rs` | ranked items as bars, named, with a threshold |
 
 mod axes;
 mod bars;
@@ -28,14 +29,16 @@ mod doc;
 mod heatmap;
 mod histogram;
 mod palette;
+mod ranking;
 mod scale;
 mod scatter;
 mod text;
 
 pub use bars::{Bar, Bars};
-pub use doc::{Rect, Svg};
+pub use doc::{Rect, Svg, escape};
 pub use heatmap::Heatmap;
 pub use histogram::{Cut, Histogram, Subset};
+pub use ranking::Ranking;
 pub use scatter::{Point, Scatter};
 
 #[cfg(test)]
@@ -146,6 +149,7 @@ mod tests {
             points: &points,
             groups: &groups,
             equal_aspect: true,
+            dense: false,
         };
         let svg = draw(400.0, 400.0, |v, a| s.draw(v, a));
         let doc = roxmltree::Document::parse(&svg).unwrap();

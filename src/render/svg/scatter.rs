@@ -12,6 +12,8 @@ use super::text;
 
 /// Radius of a mark, in pixels.
 const MARK: f64 = 4.0;
+/// Radius of a base-group mark of a dense plot.
+const DENSE_MARK: f64 = 1.6;
 /// Widest label, in pixels.
 const MAX_LABEL: f64 = 120.0;
 
@@ -44,6 +46,9 @@ pub struct Scatter<'a> {
     pub groups: &'a [String],
     /// One unit is as long across as up (a map, where distances matter).
     pub equal_aspect: bool,
+    /// Thousands of points: the base group's marks are drawn small, and
+    /// labels may cover them (else no label would find room in a cloud).
+    pub dense: bool,
 }
 
 /// The style of group `g`.
@@ -65,22 +70,30 @@ impl Scatter<'_> {
         // Base points first, so highlighted ones lie on top.
         let mut order: Vec<&Point> = shown.clone();
         order.sort_by_key(|p| p.group);
+        let radius = |p: &Point| {
+            if self.dense && p.group == 0 {
+                DENSE_MARK
+            } else {
+                MARK
+            }
+        };
         for p in &order {
             let (px, py) = at(p);
             let s = style(p.group);
             svg.path(
-                &s.shape.path(px, py, MARK),
+                &s.shape.path(px, py, radius(p)),
                 s.color,
                 None,
                 p.label.as_deref(),
                 "point",
             );
         }
-        let marks: Vec<Rect> = order
+        // The marks a label must not cover.
+        let marks: Vec<Option<Rect>> = order
             .iter()
             .map(|p| {
                 let (px, py) = at(p);
-                Rect::new(px - MARK, py - MARK, 2.0 * MARK, 2.0 * MARK)
+                (radius(p) == MARK).then(|| Rect::new(px - MARK, py - MARK, 2.0 * MARK, 2.0 * MARK))
             })
             .collect();
         // Highlighted points' labels first: they matter most.
@@ -98,7 +111,7 @@ impl Scatter<'_> {
                         && !marks
                             .iter()
                             .enumerate()
-                            .any(|(i, m)| i != k && m.overlaps(b))
+                            .any(|(i, m)| i != k && m.is_some_and(|m| m.overlaps(b)))
                 });
             match spot {
                 Some((b, anchor)) => {
