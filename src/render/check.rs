@@ -1,14 +1,22 @@
 //! Text for `check`: one line per finding (severity, code, message), its
 //! listed evidence indented below, and a summary line. The findings known
 //! before the value pass are printed first, as soon as they are known.
+//! And its picture (`--plot`, and the report's page): a histogram of the
+//! row norms of each matrix read, the rows of note outlined.
 
 use std::fmt::Write;
 
 use anstyle::AnsiColor;
 use serde_json::Value;
 
+use super::svg::{Histogram, Rect, Subset, Svg};
 use super::{Human, Style, plural};
-use crate::cmd::check::{CheckReport, Finding, Severity};
+use crate::cmd::check::{CheckReport, Finding, Marked, MatrixNorms, Severity};
+
+/// Bins of a norm histogram.
+const NORM_BINS: usize = 60;
+/// A panel of the picture, one per matrix, in pixels.
+const PANEL: (f64, f64) = (560.0, 360.0);
 
 fn severity(style: &Style, s: Severity) -> String {
     let color = match s {
@@ -98,9 +106,17 @@ fn finding(out: &mut String, style: &Style, f: &Finding) {
         style.bold(f.code),
         f.message
     );
-    // Scalars are in the message already; lists (ids with their tokens,
-    // groups, files) are the evidence worth a line, their first few items
-    // at least. --json has everything.
+    for line in evidence_lines(f) {
+        let _ = writeln!(out, "      {}", style.dim(&line));
+    }
+}
+
+/// The evidence of `f` worth a line each, as text shows it (and the
+/// report's page): scalars are in the message already; lists (ids with
+/// their tokens, groups, files) are the evidence worth a line, their first
+/// few items at least. --json has everything.
+pub fn evidence_lines(f: &Finding) -> Vec<String> {
+    let mut lines = Vec::new();
     if let Value::Object(map) = &f.evidence {
         for (k, v) in map {
             let Value::Array(items) = v else { continue };
@@ -131,9 +147,10 @@ fn finding(out: &mut String, style: &Style, f: &Finding) {
                 }
                 None => {}
             }
-            let _ = writeln!(out, "      {}", style.dim(&line));
+            lines.push(line);
         }
     }
+    lines
 }
 
 /// Items of an evidence list shown in text output.
@@ -172,6 +189,86 @@ impl Human for CheckReport {
         );
         out
     }
+}
+
+/// The picture: a histogram of the row norms of each matrix the value
+/// pass read (log counts when they span decades), side by side, with the
+/// rows of note outlined.
+pub fn check_svg(r: &CheckReport) -> String {
+    let panels = &r.norms.matrices;
+    let n = panels.len().max(1) as f64;
+    let (w, h) = PANEL;
+    let mut svg = Svg::new(w * n + 10.0 * (n - 1.0), h + 24.0);
+    for (k, m) in panels.iter().enumerate() {
+        let area = Rect::new(k as f64 * (w + 10.0), 0.0, w, h);
+        norm_histogram(&mut svg, area, m, &r.norms.marked);
+    }
+    let what = match panels.len() {
+        0 => "no matrix's values were read".to_string(),
+        _ => "L2 norm of every row".to_string(),
+    };
+    svg.caption(&format!("embscope check: {what} of {}", r.model));
+    svg.finish()
+}
+
+/// The histogram of `m`'s finite row norms, the `marked` sets outlined.
+fn norm_histogram(svg: &mut Svg, area: Rect, m: &MatrixNorms, marked: &[Marked]) {
+    let finite = || {
+        m.norms
+            .iter()
+            .map(|&x| f64::from(x))
+            .filter(|x| x.is_finite())
+    };
+    let (lo, hi) = finite().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    let (lo, hi) = match (lo.is_finite(), hi > lo) {
+        (false, _) => (0.0, 1.0),
+        (true, false) => (lo - 0.5, lo + 0.5),
+        (true, true) => (lo, hi),
+    };
+    let bin = |x: f64| (((x - lo) / (hi - lo) * NORM_BINS as f64) as usize).min(NORM_BINS - 1);
+    let count = |norms: &mut dyn Iterator<Item = f64>| {
+        let mut counts = vec![0u64; NORM_BINS];
+        for x in norms.filter(|x| x.is_finite()) {
+            counts[bin(x)] += 1;
+        }
+        counts
+    };
+    let counts = count(&mut finite());
+    let subsets: Vec<(&str, Vec<u64>)> = marked
+        .iter()
+        .map(|set| {
+            let mut norms = (set.ids.iter())
+                .filter_map(|&id| m.norms.get(id as usize))
+                .map(|&x| f64::from(x));
+            (set.name, count(&mut norms))
+        })
+        .filter(|(_, c)| c.iter().any(|&c| c > 0))
+        .collect();
+    let subsets: Vec<Subset> = (subsets.iter())
+        .map(|(name, counts)| Subset { name, counts })
+        .collect();
+    let left_out = m.norms.len() - finite().count();
+    let x_label = match left_out {
+        0 => "L2 norm of the row".to_string(),
+        n => format!(
+            "L2 norm of the row ({} holding NaN or Inf left out)",
+            plural(n, "row")
+        ),
+    };
+    let title = format!("{} ({})", m.name, m.role);
+    Histogram {
+        title: &title,
+        x_label: &x_label,
+        y_label: "rows",
+        min: lo,
+        max: hi,
+        counts: &counts,
+        subsets: &subsets,
+        cuts: &[],
+    }
+    .draw(svg, area);
 }
 
 #[cfg(test)]

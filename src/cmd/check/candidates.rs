@@ -24,11 +24,13 @@ use crate::score::robust::best_first;
 /// candidates; none otherwise (or when the embedding's values could not be
 /// read: other findings say why), from the embedding's `sums`, which it
 /// completes first when the pass read rows before the reference was known.
+/// Every strong row goes to `strong` (ascending), for `check --plot`.
 pub(super) fn finding(
     s: &Subject,
     scanned: &[Scanned],
     sums: Option<Sums>,
     reference: &std::sync::OnceLock<Reference>,
+    strong: &mut Vec<u32>,
 ) -> Option<Finding> {
     let name = &s.embedding?.name;
     let (m, _) = scanned
@@ -64,7 +66,8 @@ pub(super) fn finding(
     };
     let (indicators, scores) = ind.scores(sq.len());
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
-    let strong = scores.iter().filter(|&&x| x >= STRONG).count();
+    strong.extend((0..scores.len() as u32).filter(|&i| scores[i as usize] >= STRONG));
+    let strong = strong.len();
     // Reserved and unreachable rows are expected to be untrained (and
     // unreachable rows have their own finding): only others are news.
     let mut outside: Vec<u32> = (0..scores.len() as u32)

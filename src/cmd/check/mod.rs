@@ -24,11 +24,13 @@
 //! | `pairs.rs` | related token pairs of a vocabulary (leading space, case, plural, digits) |
 //! | `related.rs` | how close those pairs sit in the matrix, and its signs of training |
 //! | `mismatch.rs` | the `tokenizer-mismatch` and `untrained-matrix` findings: whether the tokenizer belongs |
+//! | `norms.rs` | every row's norm and the rows of note, for `check --plot` |
 
 mod candidates;
 mod duplicates;
 mod header;
 mod mismatch;
+mod norms;
 mod pairs;
 mod pass;
 mod related;
@@ -45,6 +47,8 @@ use crate::progress::Progress;
 use crate::roles::Roles;
 use crate::vocab::{self, SpecialDecl, Vocab};
 use crate::{Error, Result};
+
+pub use norms::{Marked, MatrixNorms, RowNorms};
 
 /// How much a finding matters. Ordered: `Info < Warn < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -124,6 +128,9 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     /// Findings per severity.
     pub counts: Counts,
+    /// Every row's norm and the rows of note, for pictures (not in the JSON).
+    #[serde(skip)]
+    pub norms: RowNorms,
 }
 
 impl CheckReport {
@@ -336,9 +343,10 @@ impl<'a> Check<'a> {
         let sums = scanned
             .iter_mut()
             .find_map(|x| x.stats.as_mut().ok()?.1.sums.take());
+        let mut strong = Vec::new();
         let (from_values, candidates) = rayon::join(
             || values::findings(&s, &scanned, &mut findings),
-            || candidates::finding(&s, &scanned, sums, &reference),
+            || candidates::finding(&s, &scanned, sums, &reference, &mut strong),
         );
         findings.extend(from_values);
         findings.extend(candidates);
@@ -346,7 +354,8 @@ impl<'a> Check<'a> {
         findings.extend(belonging);
         // Stable: early findings keep their place within a severity.
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        report(&s, findings)
+        let norms = norms::gather(&s, &mut scanned, strong);
+        report(&s, findings, norms)
     }
 }
 
@@ -491,7 +500,7 @@ pub fn run<E: From<Error> + Send>(
 }
 
 /// The report from all findings, sorted.
-fn report(s: &Subject, findings: Vec<Finding>) -> CheckReport {
+fn report(s: &Subject, findings: Vec<Finding>, norms: RowNorms) -> CheckReport {
     let mut counts = Counts::default();
     for f in &findings {
         match f.severity {
@@ -507,5 +516,6 @@ fn report(s: &Subject, findings: Vec<Finding>) -> CheckReport {
         tokenizer_size: s.vocab.map(Vocab::size),
         findings,
         counts,
+        norms,
     }
 }
