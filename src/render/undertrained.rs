@@ -1,9 +1,11 @@
 //! Text for `undertrained`: what was scored against what, a block chart of
 //! the score distribution with the strong threshold marked, and the ranked
-//! candidates.
+//! candidates. And its picture (`--plot`, and the report's page): the
+//! histogram of the scores with the threshold, beside the top candidates.
 
 use std::fmt::Write;
 
+use super::svg::{self, Cut, Ranking, Rect, Svg};
 use super::{Human, Style, count, table};
 use crate::cmd::undertrained::{Candidate, UndertrainedReport};
 use crate::vocab::TokenKind;
@@ -72,7 +74,8 @@ fn chart(r: &UndertrainedReport, style: &Style, out: &mut String) {
     );
 }
 
-fn kind(k: Option<TokenKind>) -> &'static str {
+/// A candidate's kind as text and the page name it.
+pub(crate) fn token_kind(k: Option<TokenKind>) -> &'static str {
     match k {
         Some(TokenKind::Special) => "special",
         Some(TokenKind::Byte) => "byte",
@@ -160,7 +163,7 @@ impl Human for UndertrainedReport {
                     c.token
                         .as_deref()
                         .map_or_else(|| "-".into(), |t| format!("\"{t}\"")),
-                    kind(c.kind).to_string(),
+                    token_kind(c.kind).to_string(),
                     if c.reference { "ref" } else { "" }.to_string(),
                     match c.reachable {
                         Some(true) => "yes",
@@ -188,6 +191,63 @@ impl Human for UndertrainedReport {
         );
         out
     }
+}
+
+/// Most candidates the picture names.
+const PLOTTED: usize = 25;
+
+/// How a candidate is named in the picture: its id and token.
+fn named(c: &Candidate) -> String {
+    match &c.token {
+        Some(t) => format!("{} \"{t}\"", c.id),
+        None => c.id.to_string(),
+    }
+}
+
+/// The picture: the histogram of every row's score (log counts when they
+/// span decades) with the strong threshold, and beside it the top
+/// candidates by score, named.
+pub fn undertrained_svg(r: &UndertrainedReport) -> String {
+    let strong = format!("strong from {:.1}", r.threshold);
+    let cuts = [Cut {
+        at: r.threshold,
+        label: &strong,
+    }];
+    let h = &r.histogram;
+    let title = format!("score of {} rows", count(r.scored as u64));
+    let histogram = svg::Histogram {
+        title: &title,
+        x_label: "score (mean robust z; higher looks untrained)",
+        y_label: "rows",
+        min: h.min,
+        max: h.max,
+        counts: &h.counts,
+        subsets: &[],
+        cuts: &cuts,
+    };
+    let items: Vec<(String, f64)> = (r.candidates.iter().take(PLOTTED))
+        .map(|c| (named(c), c.score))
+        .collect();
+    let ranking_title = format!("top {} by score", items.len());
+    let ranking = Ranking {
+        title: &ranking_title,
+        value_label: "score",
+        items: &items,
+        cut: Some(cuts[0].clone()),
+        decimals: 2,
+    };
+    let (w, h) = (560.0, ranking.height().max(360.0));
+    let mut svg = Svg::new(2.0 * w + 10.0, h + 24.0);
+    histogram.draw(&mut svg, Rect::new(0.0, 0.0, w, 360.0));
+    if !items.is_empty() {
+        ranking.draw(&mut svg, Rect::new(w + 10.0, 0.0, w, h));
+    }
+    svg.caption(&format!(
+        "embscope undertrained: {}, indicators {}",
+        r.model,
+        r.indicators.join(", ")
+    ));
+    svg.finish()
 }
 
 #[cfg(test)]

@@ -53,6 +53,9 @@ use plan::{Clock, Held, Matrices};
 /// Bins of the score histogram.
 const BINS: usize = 48;
 
+/// Candidates listed when `--top` is not given.
+pub const DEFAULT_TOP: usize = 30;
+
 /// What `undertrained` is asked.
 #[derive(Debug, Clone)]
 pub struct Request {
