@@ -5,10 +5,12 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `mod.rs` | [`Human`], printing, number and table formats |
-//! | `info.rs`, `tensors.rs`, `size.rs`, `neighbors.rs`, `check.rs`, `undertrained.rs`, `diff.rs` | each command's text |
+//! | `info.rs`, `tensors.rs`, `size.rs`, `neighbors.rs` | each command's text |
+//! | `check.rs`, `undertrained.rs`, `diff.rs` | each command's text, and its picture (`--plot`) |
 //! | `lookup.rs` | `lookup`'s table, CSV and `.npy` |
 //! | `similarity.rs` | `similarity`'s table, CSV and picture |
 //! | `rows.rs` | `rows`' CSV, JSON and structured `.npy` |
+//! | `report/` | `report`'s page (see its table) |
 //! | `svg/` | pictures: histograms, heatmaps, scatter plots, stacked bars (see its table) |
 //! | `output.rs` | the format a file's extension or a flag asks for |
 //! | `file.rs` | output files checked first and put in place whole |
@@ -22,12 +24,13 @@ mod info;
 pub mod lookup;
 mod neighbors;
 pub mod output;
+pub mod report;
 pub mod rows;
 pub mod similarity;
 mod size;
 pub mod svg;
 mod tensors;
-mod undertrained;
+pub mod undertrained;
 
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
