@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
+use crate::cmd::undertrained;
 use crate::usage::{self, IdList};
 
 /// Inspect the vocabulary layers (input embedding and LM head) of a
@@ -149,6 +150,15 @@ pub enum Command {
     /// more aligned with their mean than an isotropic vector: |cos| below
     /// 4/sqrt(hidden size)), or trained.
     Diff(DiffArgs),
+    /// One self-contained HTML page of the vocabulary layers, to look at
+    /// and share: the summary (files, config, shapes, tie, the layers'
+    /// share of the model and what tying or another vocabulary size would
+    /// change), `check`'s findings and row norms, the under-trained scores
+    /// and top candidates, and a map of the embedding's rows on two
+    /// principal components. Each section holds the JSON of the command it
+    /// shows. Opens offline, fetches nothing, prints a section a page.
+    /// Exit code 0 whenever the page is written, whatever it shows.
+    Report(ReportArgs),
     /// Print a shell completion script on stdout, e.g.
     /// `embscope completions bash > ~/.local/share/bash-completion/completions/embscope`.
     Completions {
@@ -166,7 +176,7 @@ pub struct UndertrainedArgs {
     /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
     pub model: String,
     /// Candidates to list.
-    #[arg(long, default_value_t = 30, value_name = "N")]
+    #[arg(long, default_value_t = undertrained::DEFAULT_TOP, value_name = "N")]
     pub top: usize,
     /// Score one matrix only (default: the embedding, and the head when the
     /// model has one).
@@ -183,6 +193,20 @@ pub struct UndertrainedArgs {
     /// for others, the full one.
     #[arg(long)]
     pub no_reachable: bool,
+    /// Also draw the scores into FILE.svg: their histogram with the strong
+    /// threshold, beside the top candidates by name.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Arguments of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Model directory, .safetensors or .gguf file, index file, Hub id or Ollama name.
+    pub model: String,
+    /// The page to write (checked before any work).
+    #[arg(short, long, value_name = "FILE.html", required = true)]
+    pub output: PathBuf,
 }
 
 /// Arguments of `rows`.
@@ -251,6 +275,11 @@ pub struct CheckArgs {
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+    /// Also draw the row norms into FILE.svg: a histogram per matrix (log
+    /// counts), the special, reserved, padding and untrained-looking rows
+    /// outlined.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 /// The severity at which `check` fails.

@@ -13,10 +13,10 @@ use crate::cmd::check::Severity;
 use crate::cmd::diff;
 use crate::cmd::lookup::Query;
 use crate::cmd::neighbors::{self, Filter, QuerySpec};
-use crate::cmd::similarity;
 use crate::cmd::size::Scenario;
 use crate::cmd::tensors::SortBy;
 use crate::cmd::undertrained::{self, ReferenceSpec};
+use crate::cmd::{report, similarity};
 use crate::dtype::Dtype;
 use crate::render::Style;
 use crate::render::color::ColorChoice;
@@ -28,7 +28,7 @@ use crate::{Error, Result};
 
 use super::args::{
     Cli, ColorArg, Command, DiffArgs, FailOn, FilterArg, FormatArg, LookupArgs, MatricesArg,
-    MatrixArg, MetricArg, NeighborsArgs, RowsArgs, RowsFormatArg, SimilarityArgs,
+    MatrixArg, MetricArg, NeighborsArgs, ReportArgs, RowsArgs, RowsFormatArg, SimilarityArgs,
     SimilarityFormatArg, SizeArgs, SortArg, UndertrainedArgs,
 };
 use crate::usage;
@@ -95,6 +95,8 @@ pub enum Task {
         model: String,
         /// Exit with 1 from this severity on.
         fail_on: Severity,
+        /// The picture's file, when asked for.
+        plot: Option<PathBuf>,
     },
     /// `undertrained`.
     Undertrained {
@@ -102,6 +104,8 @@ pub enum Task {
         model: String,
         /// What the analysis is asked.
         request: undertrained::Request,
+        /// The picture's file, when asked for.
+        plot: Option<PathBuf>,
     },
     /// `rows`.
     Rows(Rows),
@@ -113,6 +117,15 @@ pub enum Task {
         tuned: String,
         /// What the comparison is asked.
         request: diff::Request,
+    },
+    /// `report`.
+    Report {
+        /// The MODEL argument.
+        model: String,
+        /// The page's file.
+        output: PathBuf,
+        /// What the page is asked.
+        request: report::Request,
     },
     /// `completions`.
     Completions(Shell),
@@ -221,10 +234,12 @@ pub fn resolve(cli: Cli) -> Result<Config> {
                 FailOn::Error => Severity::Error,
                 FailOn::Warn => Severity::Warn,
             },
+            plot: svg_file(args.plot)?,
         },
         Command::Undertrained(args) => undertrained(args, &out)?,
         Command::Rows(args) => Task::Rows(rows(args, &out)?),
         Command::Diff(args) => diff(args, &out),
+        Command::Report(args) => report(args, &out)?,
         Command::Completions { shell } => Task::Completions(shell),
         Command::Man => Task::Man,
     };
@@ -324,20 +339,11 @@ fn similarity(args: SimilarityArgs, out: &Out) -> Result<Similarity> {
         SimilarityFormatArg::Csv => Format::Csv,
     });
     let format = output::lookup_format(out.json, format, None)?;
-    if let Some(plot) = &args.plot
-        && !plot
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
-    {
-        return Err(Error::BadInput(format!(
-            "--plot `{}`: the picture is SVG; give a file name ending in .svg",
-            plot.display()
-        )));
-    }
+    let plot = svg_file(args.plot)?;
     let mut queries: Vec<QuerySpec> = args.queries.into_iter().map(QuerySpec::Expr).collect();
     queries.extend(args.text.into_iter().map(QuerySpec::Text));
     similarity::check_count(queries.len())?;
-    if args.plot.is_some() && queries.len() > MAX_PLOTTED {
+    if plot.is_some() && queries.len() > MAX_PLOTTED {
         return Err(Error::BadInput(format!(
             "--plot draws at most {MAX_PLOTTED} queries ({} given): leave --plot out for the cosines of more",
             queries.len()
@@ -348,7 +354,41 @@ fn similarity(args: SimilarityArgs, out: &Out) -> Result<Similarity> {
         queries,
         matrix: args.matrix.into(),
         format,
-        plot: args.plot,
+        plot,
+    })
+}
+
+/// `--plot`: a file name ending in `.svg`, the only picture made.
+fn svg_file(plot: Option<PathBuf>) -> Result<Option<PathBuf>> {
+    if let Some(p) = &plot
+        && !p.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        return Err(Error::BadInput(format!(
+            "--plot `{}`: the picture is SVG; give a file name ending in .svg",
+            p.display()
+        )));
+    }
+    Ok(plot)
+}
+
+/// `report -o`: a file name ending in `.html` or `.htm`.
+fn report(args: ReportArgs, out: &Out) -> Result<Task> {
+    let page = &args.output;
+    if !page
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+    {
+        return Err(Error::BadInput(format!(
+            "-o `{}`: the report is an HTML page; give a file name ending in .html",
+            page.display()
+        )));
+    }
+    Ok(Task::Report {
+        model: args.model,
+        output: args.output,
+        request: report::Request {
+            progress: out.progress,
+        },
     })
 }
 
@@ -401,6 +441,7 @@ fn undertrained(args: UndertrainedArgs, out: &Out) -> Result<Task> {
             reachability: !args.no_reachable,
             progress: out.progress,
         },
+        plot: svg_file(args.plot)?,
     })
 }
 

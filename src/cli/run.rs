@@ -81,7 +81,13 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
         Task::Lookup(l) => lookup(l, config)?,
         Task::Neighbors(n) => return neighbors(n, config),
         Task::Similarity(s) => similarity(s, config)?,
-        Task::Check { model, fail_on } => {
+        Task::Check {
+            model,
+            fail_on,
+            plot,
+        } => {
+            // The picture's file is checked before any work.
+            let plot = plot.as_deref().map(OutputFile::create).transpose()?;
             let (ckpt, mut roles) = open_for_check(model, config)?;
             roles.compare_head(&ckpt);
             let report = check::run(
@@ -98,9 +104,17 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
                 },
                 |report| Ok(emit(report, out)?),
             )?;
+            if let Some(file) = plot {
+                write_whole(file, render::check::check_svg(&report).as_bytes())?;
+            }
             return Ok(u8::from(report.worst().is_some_and(|w| w >= *fail_on)));
         }
-        Task::Undertrained { model, request } => {
+        Task::Undertrained {
+            model,
+            request,
+            plot,
+        } => {
+            let plot = plot.as_deref().map(OutputFile::create).transpose()?;
             let (ckpt, roles) = open(model, config)?;
             // The tokenizer loads while the first reads of the matrices
             // run, keeping its merges' places for the reachability test,
@@ -123,6 +137,12 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
                 }
             }
             emit(&report, out)?;
+            if let Some(file) = plot {
+                write_whole(
+                    file,
+                    render::undertrained::undertrained_svg(&report).as_bytes(),
+                )?;
+            }
         }
         Task::Rows(r) => rows(r, config)?,
         Task::Diff {
@@ -135,6 +155,11 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             emit(&report, out)?;
             return Ok(u8::from(!report.same));
         }
+        Task::Report {
+            model,
+            output,
+            request,
+        } => report(model, output, request, config)?,
         Task::Completions(shell) => render::stdout(&pages::completions(*shell))?,
         Task::Man => render::stdout(&pages::man_page()?)?,
     }
@@ -400,12 +425,8 @@ fn similarity(s: &Similarity, config: &Config) -> std::result::Result<(), Stop> 
     let report = cmd::similarity::run(&ckpt, &roles, vocab.as_ref(), s.matrix, &s.queries)?;
     let out = &config.out;
     print_notes(out, &report.notes);
-    if let Some(mut file) = plot {
-        let svg = render::similarity::similarity_svg(&report);
-        file.writer()
-            .write_all(svg.as_bytes())
-            .map_err(|e| file.error(e))?;
-        file.commit()?;
+    if let Some(file) = plot {
+        write_whole(file, render::similarity::similarity_svg(&report).as_bytes())?;
     }
     match s.format {
         Format::Json => render::stdout(&render::json(&report)?)?,
@@ -440,6 +461,42 @@ fn rows(r: &Rows, config: &Config) -> std::result::Result<(), Stop> {
             let mut out = io::BufWriter::new(io::stdout().lock());
             render::rows::write(&report, r.format, &mut out)?;
         }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `file` and puts it in place.
+fn write_whole(mut file: OutputFile, bytes: &[u8]) -> Result<()> {
+    file.writer().write_all(bytes).map_err(|e| file.error(e))?;
+    file.commit()
+}
+
+/// `report`: the page's file is checked before any work; the vocabulary
+/// is loaded as `undertrained` needs it (the merges' places kept for the
+/// reachability test) and shared by every section.
+fn report(
+    model: &str,
+    output: &Path,
+    request: &cmd::report::Request,
+    config: &Config,
+) -> std::result::Result<(), Stop> {
+    let file = OutputFile::create(output)?;
+    let (ckpt, mut roles) = open(model, config)?;
+    roles.compare_head(&ckpt);
+    let load = || {
+        load_vocab_with(&ckpt, |dir, config| {
+            Vocab::load_previewing(dir, config, true, &mut |_| {})
+        })
+    };
+    let report = cmd::report::run(&ckpt, &roles, load, request)?;
+    let page = render::report::page(&report);
+    write_whole(file, page.as_bytes())?;
+    let out = &config.out;
+    if out.json {
+        render::stdout(&render::json(&report)?)?;
+    } else {
+        let text = render::report::written(&report, output, page.len(), &out.style);
+        render::stdout(text.as_bytes())?;
     }
     Ok(())
 }
