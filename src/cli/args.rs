@@ -254,6 +254,11 @@ pub struct DiffArgs {
     /// Pair rows by id, even where both models have a tokenizer.
     #[arg(long)]
     pub by_id: bool,
+    /// Also draw the moved rows into FILE.svg: per matrix, the changed
+    /// rows' cosine and relative change as histograms, the rows that moved
+    /// most by name and the added rows by verdict.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 /// `diff --matrix`.

@@ -117,6 +117,8 @@ pub enum Task {
         tuned: String,
         /// What the comparison is asked.
         request: diff::Request,
+        /// The picture's file, when asked for.
+        plot: Option<PathBuf>,
     },
     /// `report`.
     Report {
@@ -238,7 +240,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         },
         Command::Undertrained(args) => undertrained(args, &out)?,
         Command::Rows(args) => Task::Rows(rows(args, &out)?),
-        Command::Diff(args) => diff(args, &out),
+        Command::Diff(args) => diff(args, &out)?,
         Command::Report(args) => report(args, &out)?,
         Command::Completions { shell } => Task::Completions(shell),
         Command::Man => Task::Man,
@@ -445,8 +447,8 @@ fn undertrained(args: UndertrainedArgs, out: &Out) -> Result<Task> {
     })
 }
 
-fn diff(args: DiffArgs, out: &Out) -> Task {
-    Task::Diff {
+fn diff(args: DiffArgs, out: &Out) -> Result<Task> {
+    Ok(Task::Diff {
         base: args.base,
         tuned: args.tuned,
         request: diff::Request {
@@ -459,7 +461,8 @@ fn diff(args: DiffArgs, out: &Out) -> Task {
             by_id: args.by_id,
             progress: out.progress,
         },
-    }
+        plot: svg_file(args.plot)?,
+    })
 }
 
 impl From<ColorArg> for ColorChoice {

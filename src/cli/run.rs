@@ -149,10 +149,15 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             base,
             tuned,
             request,
+            plot,
         } => {
+            let plot = plot.as_deref().map(OutputFile::create).transpose()?;
             let report = compare(base, tuned, request, config)?;
             print_notes(out, &report.notes);
             emit(&report, out)?;
+            if let Some(file) = plot {
+                write_whole(file, render::diff::diff_svg(&report).as_bytes())?;
+            }
             return Ok(u8::from(!report.same));
         }
         Task::Report {

@@ -2,10 +2,14 @@
 //! tokens; each matrix's shape, dtype and rows by outcome; the tie), then
 //! for each matrix the distributions of the changed rows as block charts,
 //! the rows that moved most, the rows added with their verdicts and the
-//! rows removed, then the tokens added, removed and renumbered.
+//! rows removed, then the tokens added, removed and renumbered. And its
+//! picture (`--plot`, and the report's page): per matrix, the changed
+//! rows' cosine and relative change as histograms, the rows that moved
+//! most by name, and the added rows by verdict.
 
 use std::fmt::Write;
 
+use super::svg::{self, Ranking, Rect, Svg};
 use super::undertrained::sparkline;
 use super::{Human, Style, count, table};
 use crate::cmd::diff::DiffReport;
@@ -394,4 +398,161 @@ impl Human for DiffReport {
         token_details(&mut out, style, &self.tokens);
         out
     }
+}
+
+/// A panel of the picture, in pixels.
+const PANEL: (f64, f64) = (560.0, 320.0);
+
+/// The picture: for each matrix compared (the head apart only when it is
+/// not the embedding again), a row of the changed rows' cosine and
+/// relative change as histograms (log counts where they span decades),
+/// then a row of the rows that moved most by name and the added rows by
+/// verdict.
+pub fn diff_svg(r: &DiffReport) -> String {
+    let shown: Vec<(&str, &MatrixDiff)> = [("embedding", &r.embedding), ("head", &r.head)]
+        .into_iter()
+        .filter_map(|(role, d)| Some((role, d.as_ref()?)))
+        .filter(|(_, d)| !d.same_as_embedding)
+        .collect();
+    let (w, h) = PANEL;
+    let below: Vec<f64> = shown.iter().map(|(_, d)| below_height(d)).collect();
+    let height: f64 = below.iter().map(|b| h + b + 10.0).sum::<f64>() + 24.0;
+    let mut canvas = Svg::new(2.0 * w + 10.0, height.max(80.0));
+    let mut y = 0.0;
+    for ((role, d), below) in shown.iter().zip(&below) {
+        let panels = [
+            ("cosine", &d.cosine),
+            ("relative change", &d.relative_change),
+        ];
+        for (k, (what, dist)) in panels.into_iter().enumerate() {
+            let area = Rect::new(k as f64 * (w + 10.0), y, w, h);
+            distribution_panel(&mut canvas, area, role, what, dist.as_ref());
+        }
+        y += h;
+        if *below > 0.0 {
+            moved_and_added(&mut canvas, Rect::new(0.0, y, 2.0 * w + 10.0, *below), d);
+        }
+        y += below + 10.0;
+    }
+    if shown.is_empty() {
+        canvas.empty_panel(Rect::new(0.0, 0.0, 2.0 * w + 10.0, 56.0), "no matrix compared");
+    }
+    canvas.caption(&format!("embscope diff: {} against {}", r.tuned, r.base));
+    canvas.finish()
+}
+
+/// The rows that moved most, named, by relative change.
+fn moved(d: &MatrixDiff) -> Vec<(String, f64)> {
+    (d.top_changed.iter())
+        .filter_map(|c| {
+            let name = match &c.token {
+                Some(t) => format!("{} \"{t}\"", c.id),
+                None => c.id.to_string(),
+            };
+            Some((name, c.relative_change?))
+        })
+        .collect()
+}
+
+/// The added rows by verdict, the verdicts no row has left out.
+fn by_init(d: &MatrixDiff) -> Vec<(String, f64)> {
+    let i = &d.init;
+    [
+        ("zeros", i.zeros),
+        ("copy", i.copy),
+        ("mean", i.mean),
+        ("random", i.random),
+        ("trained", i.trained),
+    ]
+    .into_iter()
+    .filter(|&(_, n)| n > 0)
+    .map(|(name, n)| (name.to_string(), n as f64))
+    .collect()
+}
+
+/// The height of the row below a matrix's histograms (0 when it has
+/// neither moved nor added rows to show).
+fn below_height(d: &MatrixDiff) -> f64 {
+    let (m, a) = (moved(d), by_init(d));
+    if m.is_empty() && a.is_empty() {
+        return 0.0;
+    }
+    let height = |items: &[(String, f64)]| {
+        Ranking {
+            title: "",
+            value_label: "",
+            items,
+            cut: None,
+            decimals: 0,
+        }
+        .height()
+    };
+    height(&m).max(height(&a))
+}
+
+/// The rows that moved most (left) and the added rows by verdict (right)
+/// of `d`, in `area`.
+fn moved_and_added(canvas: &mut Svg, area: Rect, d: &MatrixDiff) {
+    let half = (area.w - 10.0) / 2.0;
+    let (m, a) = (moved(d), by_init(d));
+    let left = Rect::new(area.x, area.y, half, area.h);
+    let right = Rect::new(area.x + half + 10.0, area.y, half, area.h);
+    if m.is_empty() {
+        canvas.empty_panel(left, "no changed rows");
+    } else {
+        let title = format!("top {} moved rows of {}", m.len(), d.tuned.tensor);
+        Ranking {
+            title: &title,
+            value_label: "relative change |tuned − base| / |base|",
+            items: &m,
+            cut: None,
+            decimals: 3,
+        }
+        .draw(canvas, left);
+    }
+    if a.is_empty() {
+        canvas.empty_panel(right, "no added rows");
+    } else {
+        let title = format!("{} added rows by init", count(d.added.len() as u64));
+        Ranking {
+            title: &title,
+            value_label: "rows",
+            items: &a,
+            cut: None,
+            decimals: 0,
+        }
+        .draw(canvas, right);
+    }
+}
+
+/// The histogram of one distribution of the changed rows of `matrix`, on
+/// the log10 of the values where its bins are so spaced.
+fn distribution_panel(canvas: &mut Svg, area: Rect, matrix: &str, what: &str, d: Option<&Distribution>) {
+    let Some(d) = d else {
+        canvas.empty_panel(area, &format!("{matrix}: no changed rows"));
+        return;
+    };
+    let log = d.scale == "log10" && d.min > 0.0 && d.max > 0.0;
+    let (min, max, x_label) = if log {
+        (d.min.log10(), d.max.log10(), format!("log10 of {what}"))
+    } else {
+        (d.min, d.max, what.to_string())
+    };
+    let (min, max) = if max > min {
+        (min, max)
+    } else {
+        (min - 0.5, min + 0.5)
+    };
+    let title = format!("{what}, {matrix} (median {:.4})", d.median);
+    svg::Histogram {
+        title: &title,
+        x_label: &x_label,
+        y_label: "changed rows",
+        min,
+        max,
+        counts: &d.counts,
+        subsets: &[],
+        cuts: &[],
+    }
+    .draw(canvas, area);
 }

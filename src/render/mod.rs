@@ -18,7 +18,7 @@
 
 pub mod check;
 pub mod color;
-mod diff;
+pub mod diff;
 pub mod file;
 mod info;
 pub mod lookup;

@@ -227,6 +227,21 @@ impl Svg {
         );
     }
 
+    /// A line of grey text in the middle of `area`, framed: a panel with
+    /// nothing to draw, saying why.
+    pub fn empty_panel(&mut self, area: Rect, text: &str) {
+        self.outline(area, Stroke::solid("#dddddd", 1.0));
+        self.text(
+            area.x + area.w / 2.0,
+            area.y + area.h / 2.0,
+            text,
+            TextStyle::new(13.0)
+                .anchor(Anchor::Middle)
+                .fill("#666666")
+                .class("empty"),
+        );
+    }
+
     /// A filled rectangle with an optional tooltip (`<title>`, shown on
     /// hover in a browser) and class.
     pub fn rect(&mut self, r: Rect, fill: &str, title: Option<&str>, class: &str) {
