@@ -154,8 +154,8 @@ pub enum Command {
     /// and share: the summary (files, config, shapes, tie, the layers'
     /// share of the model and what tying or another vocabulary size would
     /// change), `check`'s findings and row norms, the under-trained scores
-    /// and top candidates, and a map of the embedding's rows on two
-    /// principal components. Each section holds the JSON of the command it
+    /// and top candidates, with --base what the fine-tune changed, and a
+    /// map of the embedding's rows on two principal components. Each section holds the JSON of the command it
     /// shows. Opens offline, fetches nothing, prints a section a page.
     /// Exit code 0 whenever the page is written, whatever it shows.
     Report(ReportArgs),
@@ -207,6 +207,11 @@ pub struct ReportArgs {
     /// The page to write (checked before any work).
     #[arg(short, long, value_name = "FILE.html", required = true)]
     pub output: PathBuf,
+    /// The model MODEL was fine-tuned from: the page adds `diff BASE
+    /// MODEL` (the changed rows' cosine, the added rows' init, the rows
+    /// that moved most).
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<String>,
 }
 
 /// Arguments of `rows`.

@@ -126,6 +126,8 @@ pub enum Task {
         model: String,
         /// The page's file.
         output: PathBuf,
+        /// The BASE of `--base`.
+        base: Option<String>,
         /// What the page is asked.
         request: report::Request,
     },
@@ -388,6 +390,7 @@ fn report(args: ReportArgs, out: &Out) -> Result<Task> {
     Ok(Task::Report {
         model: args.model,
         output: args.output,
+        base: args.base,
         request: report::Request {
             progress: out.progress,
         },

@@ -163,8 +163,9 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
         Task::Report {
             model,
             output,
+            base,
             request,
-        } => report(model, output, request, config)?,
+        } => report(model, output, base.as_deref(), request, config)?,
         Task::Completions(shell) => render::stdout(&pages::completions(*shell))?,
         Task::Man => render::stdout(&pages::man_page()?)?,
     }
@@ -478,25 +479,34 @@ fn write_whole(mut file: OutputFile, bytes: &[u8]) -> Result<()> {
 
 /// `report`: the page's file is checked before any work; the vocabulary
 /// is loaded as `undertrained` needs it (the merges' places kept for the
-/// reachability test) and shared by every section.
+/// reachability test) and shared by every section. A tokenizer that
+/// cannot be read is a note, and the sections do without it.
 fn report(
     model: &str,
     output: &Path,
+    base: Option<&str>,
     request: &cmd::report::Request,
     config: &Config,
 ) -> std::result::Result<(), Stop> {
+    let out = &config.out;
     let file = OutputFile::create(output)?;
     let (ckpt, mut roles) = open(model, config)?;
     roles.compare_head(&ckpt);
-    let load = || {
-        load_vocab_with(&ckpt, |dir, config| {
-            Vocab::load_previewing(dir, config, true, &mut |_| {})
-        })
+    let base = base.map(|b| open(b, config)).transpose()?;
+    let base_vocab = match &base {
+        Some((b, _)) => optional_vocab(b, out)?,
+        None => None,
     };
-    let report = cmd::report::run(&ckpt, &roles, load, request)?;
+    let base = base.as_ref().map(|(ckpt, roles)| cmd::diff::Model {
+        ckpt,
+        roles,
+        vocab: base_vocab.as_ref(),
+    });
+    let loading = Loading::new(&ckpt, true);
+    let report = cmd::report::run(&ckpt, &roles, || loading.load(&mut |_| {}), base, request)?;
+    print_notes(out, &loading.notes());
     let page = render::report::page(&report);
     write_whole(file, page.as_bytes())?;
-    let out = &config.out;
     if out.json {
         render::stdout(&render::json(&report)?)?;
     } else {

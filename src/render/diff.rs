@@ -435,7 +435,10 @@ pub fn diff_svg(r: &DiffReport) -> String {
         y += below + 10.0;
     }
     if shown.is_empty() {
-        canvas.empty_panel(Rect::new(0.0, 0.0, 2.0 * w + 10.0, 56.0), "no matrix compared");
+        canvas.empty_panel(
+            Rect::new(0.0, 0.0, 2.0 * w + 10.0, 56.0),
+            "no matrix compared",
+        );
     }
     canvas.caption(&format!("embscope diff: {} against {}", r.tuned, r.base));
     canvas.finish()
@@ -527,7 +530,13 @@ fn moved_and_added(canvas: &mut Svg, area: Rect, d: &MatrixDiff) {
 
 /// The histogram of one distribution of the changed rows of `matrix`, on
 /// the log10 of the values where its bins are so spaced.
-fn distribution_panel(canvas: &mut Svg, area: Rect, matrix: &str, what: &str, d: Option<&Distribution>) {
+fn distribution_panel(
+    canvas: &mut Svg,
+    area: Rect,
+    matrix: &str,
+    what: &str,
+    d: Option<&Distribution>,
+) {
     let Some(d) = d else {
         canvas.empty_panel(area, &format!("{matrix}: no changed rows"));
         return;

@@ -1,6 +1,7 @@
 //! `report`: one page of a model's vocabulary layers, made of the other
 //! commands' reports: `info` and `size` (with what-if figures), `check`,
-//! `undertrained`, and a map of the embedding's rows. It is the one
+//! `undertrained`, with a base model `diff`, and a map of the embedding's
+//! rows. It is the one
 //! command that calls the others' library functions, so that the page
 //! shows their `--json` and nothing computed a second way; `render::report`
 //! draws it.
@@ -8,8 +9,8 @@
 //! The matrices are read as few times as the commands allow: the
 //! vocabulary loads once, while `check`'s value pass runs, and is handed
 //! to the pass (the embedding's rows are dotted with the reference mean in
-//! the same read, see `check::ValuePass::set_vocab`), then to `info`, and
-//! then to `undertrained`, which streams each matrix once more and names
+//! the same read, see `check::ValuePass::set_vocab`), then to `info` and
+//! `diff`, and then to `undertrained`, which streams each matrix once more and names
 //! the rows for the map. The map's sample is read between the two, while
 //! the pass's pages are still mapped.
 //!
@@ -34,6 +35,7 @@ pub use map::{MapReport, Point};
 pub use what_if::WhatIf;
 
 use super::check::{Check, CheckReport, ValuePass};
+use super::diff::{self, DiffReport};
 use super::info::{self, InfoReport};
 use super::rows::{self, Row, RowKind, RowsReport, Scored};
 use super::size::{self, Scenario, SizeReport};
@@ -48,12 +50,18 @@ use crate::{Error, Result};
 /// Rows of note the map shows beside its even sample, at most.
 const MAX_NOTED: usize = 1024;
 
+/// Changed rows the page lists, those that moved most (`diff`'s default).
+pub const DIFF_TOP: usize = 10;
+
 /// What `report` is asked.
 #[derive(Debug, Clone)]
 pub struct Request {
     /// Draw progress bars for the passes.
     pub progress: bool,
 }
+
+/// The base model of a fine-tune, opened, for the page's `diff` section.
+pub type Base<'a> = diff::Model<'a>;
 
 /// What a row on the map is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -75,7 +83,7 @@ pub enum Group {
 /// A section the page could not show, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Missing {
-    /// The section: `check`, `undertrained` or `map`.
+    /// The section: `check`, `undertrained`, `diff` or `map`.
     pub section: &'static str,
     /// Why, in one line.
     pub reason: String,
@@ -96,6 +104,9 @@ pub struct Report {
     pub check: Option<CheckReport>,
     /// `undertrained` with its defaults (null when it could not run).
     pub undertrained: Option<UndertrainedReport>,
+    /// `diff BASE MODEL` with its defaults (null without a base, or when
+    /// it could not run).
+    pub diff: Option<DiffReport>,
     /// The map of the embedding (null when it could not be made).
     pub map: Option<MapReport>,
     /// The sections that could not be made, and why.
@@ -115,12 +126,14 @@ fn undertrained_request(progress: bool) -> undertrained::Request {
 
 /// Makes the report of `ckpt`, loading its vocabulary with `load` (as
 /// `undertrained` needs it: with the merges' places kept for the
-/// reachability test). A vocabulary that fails to load is an error, as it
-/// is for each command; a section that fails is a [`Missing`] one.
+/// reachability test), and compared with `base` when given. A vocabulary
+/// that fails to load is an error, as it is for each command; a section
+/// that fails is a [`Missing`] one.
 pub fn run(
     ckpt: &Checkpoint,
     roles: &Roles,
     load: impl FnOnce() -> Result<Option<Vocab>> + Send,
+    base: Option<Base>,
     req: &Request,
 ) -> Result<Report> {
     let mut missing = Vec::new();
@@ -136,6 +149,18 @@ pub fn run(
     let what_if = what_if::scenarios(ckpt, roles, &size, vocab.map(Vocab::size))?;
     let check = check.map_err(|e| lacks("check", e)).ok();
     let info = info::run(ckpt, roles, vocab);
+    let diff = base.and_then(|base| {
+        let tuned = diff::Model { ckpt, roles, vocab };
+        let request = diff::Request {
+            matrix: None,
+            top: DIFF_TOP,
+            by_id: false,
+            progress: req.progress,
+        };
+        diff::run(base, tuned, &request)
+            .map_err(|e| lacks("diff", e))
+            .ok()
+    });
     // The map's sample is read while the pass's pages are still mapped.
     let sampled = (roles.matrix(ckpt, Which::Embed))
         .and_then(|t| ckpt.matrix(t))
@@ -176,6 +201,7 @@ pub fn run(
         what_if,
         check,
         undertrained: scored,
+        diff,
         map,
         missing,
     })

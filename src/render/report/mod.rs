@@ -9,10 +9,12 @@
 //! |---|---|
 //! | `mod.rs` | the page around the sections, its style sheet, the line printed when it is written |
 //! | `sections.rs` | each section, from each command's report |
+//! | `fine_tune.rs` | the fine-tune section, from `diff` |
 //! | `figures.rs` | the page's own pictures: the parameters' bars and the map |
 //! | `html.rs` | escaped text, tables, figures and JSON blocks |
 
 mod figures;
+mod fine_tune;
 mod html;
 mod sections;
 
@@ -66,11 +68,13 @@ footer{margin-top:40px;color:var(--muted);font-size:13px}
 }
 "#;
 
-/// The sections in order: their ids and headings, for the links on top.
-const SECTIONS: [(&str, &str); 4] = [
+/// The sections in order: their ids and headings, for the links on top
+/// (`diff` only with a base).
+const SECTIONS: [(&str, &str); 5] = [
     ("summary", "Summary"),
     ("check", "Check"),
     ("undertrained", "Under-trained rows"),
+    ("diff", "Fine-tune"),
     ("map", "Map"),
 ];
 
@@ -92,13 +96,24 @@ pub fn page(r: &Report) -> String {
         "<header>\n<h1>Vocabulary layers of {}</h1>\n<p>The input embedding and the output head, as <code>embscope</code> reads them from the files.</p>\n<nav>",
         html::code(&r.model)
     );
-    for (id, name) in SECTIONS {
+    let with_diff = r.diff.is_some() || why("diff").is_some();
+    for (id, name) in SECTIONS
+        .into_iter()
+        .filter(|&(id, _)| id != "diff" || with_diff)
+    {
         let _ = write!(out, "<a href=\"#{id}\">{name}</a>");
     }
     out.push_str("</nav>\n</header>\n");
     out.push_str(&sections::summary(r));
     out.push_str(&sections::check(r, why("check")));
     out.push_str(&sections::undertrained(r, why("undertrained")));
+    match (&r.diff, why("diff")) {
+        (Some(d), _) => out.push_str(&fine_tune::fine_tune(d)),
+        (None, Some(why)) => {
+            out.push_str(&sections::section("diff", "Fine-tune", &html::missing(why)))
+        }
+        (None, None) => {}
+    }
     out.push_str(&sections::map(r, why("map")));
     let _ = write!(
         out,
@@ -150,6 +165,18 @@ pub fn written(r: &Report, path: &Path, size: usize, style: &Style) -> String {
                 "{} strong ({} outside the reference set)",
                 plural(u.strong, "row"),
                 count(u.strong_outside_reference as u64)
+            ),
+        );
+    }
+    if let Some(d) = &r.diff {
+        let changed = [&d.embedding, &d.head].map(|m| m.as_ref().map_or(0, |m| m.changed));
+        let added = [&d.embedding, &d.head].map(|m| m.as_ref().map_or(0, |m| m.added.len()));
+        line(
+            "diff",
+            format!(
+                "{} changed and {} added, in the matrix with most",
+                plural(changed[0].max(changed[1]), "row"),
+                count(added[0].max(added[1]) as u64)
             ),
         );
     }

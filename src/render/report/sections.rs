@@ -24,7 +24,7 @@ pub fn section(id: &str, heading: &str, body: &str) -> String {
 }
 
 /// The command line that prints a report's JSON, for the reader to run.
-fn command(cmd: &str, model: &str, flags: &str) -> String {
+pub(super) fn command(cmd: &str, model: &str, flags: &str) -> String {
     let line = format!(
         "embscope --json {cmd} {} {flags}",
         super::html::shell_word(model)
@@ -33,7 +33,7 @@ fn command(cmd: &str, model: &str, flags: &str) -> String {
 }
 
 /// A report's JSON under its section, as `what` (HTML) prints it.
-fn data<R: serde::Serialize>(id: &str, what: &str, report: &R) -> String {
+pub(super) fn data<R: serde::Serialize>(id: &str, what: &str, report: &R) -> String {
     match json(report) {
         Ok(bytes) => json_block(id, what, &bytes),
         Err(e) => missing(&e.to_string()),
