@@ -21,6 +21,7 @@ mod sections;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::cmd::diff::MatrixDiff;
 use crate::cmd::report::Report;
 use crate::render::{Style, bytes, count, plural};
 use html::esc;
@@ -132,63 +133,63 @@ pub fn written(r: &Report, path: &Path, size: usize, style: &Style) -> String {
         path.display(),
         bytes(size as u64)
     );
-    let mut line = |name: &str, text: String| {
-        let _ = writeln!(out, "{:<13} {text}", name);
-    };
-    line(
-        "summary",
-        format!(
-            "{} parameters, the vocabulary layers {}",
-            count(r.size.total_params),
-            crate::render::percent(r.size.vocab_share)
-        ),
+    let summary = format!(
+        "{} parameters, the vocabulary layers {}",
+        count(r.size.total_params),
+        crate::render::percent(r.size.vocab_share)
     );
-    for m in &r.missing {
-        line(m.section, format!("not available: {}", m.reason));
-    }
-    if let Some(c) = &r.check {
+    let check = r.check.as_ref().map(|c| {
         let n = &c.counts;
-        line(
-            "check",
-            format!(
-                "{}, {}, {}",
-                plural(n.error, "error"),
-                plural(n.warn, "warning"),
-                plural(n.info, "note")
-            ),
-        );
-    }
-    if let Some(u) = &r.undertrained {
-        line(
-            "undertrained",
-            format!(
-                "{} strong ({} outside the reference set)",
-                plural(u.strong, "row"),
-                count(u.strong_outside_reference as u64)
-            ),
-        );
-    }
-    if let Some(d) = &r.diff {
-        let changed = [&d.embedding, &d.head].map(|m| m.as_ref().map_or(0, |m| m.changed));
-        let added = [&d.embedding, &d.head].map(|m| m.as_ref().map_or(0, |m| m.added.len()));
-        line(
-            "diff",
-            format!(
-                "{} changed and {} added, in the matrix with most",
-                plural(changed[0].max(changed[1]), "row"),
-                count(added[0].max(added[1]) as u64)
-            ),
-        );
-    }
-    if let Some(m) = &r.map {
-        line(
-            "map",
-            format!(
-                "{} sampled rows and {} of note",
-                count(m.sample_rows as u64),
-                count((m.points.len() - m.sample_rows) as u64)
-            ),
-        );
+        format!(
+            "{}, {}, {}",
+            plural(n.error, "error"),
+            plural(n.warn, "warning"),
+            plural(n.info, "note")
+        )
+    });
+    let undertrained = r.undertrained.as_ref().map(|u| {
+        format!(
+            "{} strong ({} outside the reference set)",
+            plural(u.strong, "row"),
+            count(u.strong_outside_reference as u64)
+        )
+    });
+    let diff = r.diff.as_ref().map(|d| {
+        let most = |f: fn(&MatrixDiff) -> usize| {
+            [&d.embedding, &d.head]
+                .iter()
+                .filter_map(|m| m.as_ref().map(f))
+                .max()
+                .unwrap_or(0)
+        };
+        format!(
+            "{} changed and {} added, in the matrix with most",
+            plural(most(|m| m.changed), "row"),
+            count(most(|m| m.added.len()) as u64)
+        )
+    });
+    let map = r.map.as_ref().map(|m| {
+        format!(
+            "{} sampled rows and {} of note",
+            count(m.sample_rows as u64),
+            count((m.points.len() - m.sample_rows) as u64)
+        )
+    });
+    let lines = [
+        ("summary", Some(summary)),
+        ("check", check),
+        ("undertrained", undertrained),
+        ("diff", diff),
+        ("map", map),
+    ];
+    for (name, text) in lines {
+        let missing = r.missing.iter().find(|m| m.section == name);
+        let text = match (text, missing) {
+            (Some(text), _) => text,
+            (None, Some(m)) => format!("not available: {}", m.reason),
+            (None, None) => continue,
+        };
+        let _ = writeln!(out, "{name:<13} {text}");
     }
     out
 }

@@ -324,7 +324,14 @@ pub fn map(r: &Report, why: Option<&str>) -> String {
             &missing(why.unwrap_or("no map was made")),
         );
     };
-    section("map", "Map of the embedding", &map_body(m))
+    let mut body = map_body(m);
+    if r.info.tokenizer.is_none() {
+        body.insert_str(
+            0,
+            "<p class=\"missing\">No tokenizer: the rows are neither named nor known as special, reserved or padding; only the untrained-looking stand out.</p>\n",
+        );
+    }
+    section("map", "Map of the embedding", &body)
 }
 
 fn map_body(m: &MapReport) -> String {
