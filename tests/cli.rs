@@ -26,6 +26,7 @@ mod older_files;
 mod ollama;
 mod reach;
 mod regenerate;
+mod report;
 mod rows;
 mod safetensors_fuzz;
 mod side_files;

@@ -26,7 +26,8 @@ pub(super) const MAX_PLANE_ITERATIONS: usize = 12;
 /// The plane of the first two components, and how it was found.
 #[derive(Debug)]
 pub(crate) struct Plane {
-    /// The components: orthogonal unit vectors, each signed so that its
+    /// The components, the one of more variance first: orthogonal unit
+    /// vectors, each signed so that its
     /// largest entry is positive (so a map comes out the same way round
     /// every time).
     pub axes: [Aligned<f32>; 2],
@@ -123,6 +124,13 @@ pub(crate) fn plane(m: &Matrix, sample: usize) -> Plane {
             0.0
         }
     };
+    // Stopped at the noise edge, the estimates are two directions among
+    // equals, and the second may hold more variance: the larger first.
+    if variance[1] > variance[0] {
+        (v, w) = (w, v);
+        variance.swap(0, 1);
+        within_noise = iterations >= NOISE_TEST_FROM && variance[1] < edge;
+    }
     let f32s = |x: Vec<f64>| -> Aligned<f32> { x.iter().map(|&y| y as f32).collect() };
     Plane {
         axes: [f32s(oriented(v)), f32s(oriented(w))],
