@@ -89,37 +89,7 @@ impl Ranking<'_> {
                 TextStyle::new(TICK).anchor(Anchor::Middle).class("tick"),
             );
         }
-        let zero = xs.at(0.0);
-        for (i, (label, v)) in self.items.iter().enumerate() {
-            let y = plot.y + PITCH * i as f64;
-            let past = cut.is_some_and(|c| *v >= c);
-            if v.is_finite() {
-                let (a, b) = (zero.min(xs.at(*v)), zero.max(xs.at(*v)));
-                let tip = format!("{label}: {v:.*}", self.decimals);
-                let fill = if past { PAST } else { BEFORE };
-                svg.rect(
-                    Rect::new(a, y + 2.0, b - a, PITCH - 4.0),
-                    fill,
-                    Some(&tip),
-                    "rank-bar",
-                );
-                svg.text(
-                    b + 4.0,
-                    y + PITCH / 2.0 + TICK * 0.35,
-                    &format!("{v:.*}", self.decimals),
-                    TextStyle::new(TICK).class("value"),
-                );
-            }
-            svg.text(
-                plot.x - 6.0,
-                y + PITCH / 2.0 + TICK * 0.35,
-                &text::fit(label, MAX_LABEL, TICK),
-                TextStyle::new(TICK).anchor(Anchor::End).class("rank-label"),
-            );
-        }
-        let axis = Stroke::solid(INK, 1.0);
-        svg.line((zero, plot.y), (zero, plot.bottom()), axis);
-        svg.line((plot.x, plot.bottom()), (plot.right(), plot.bottom()), axis);
+        // The threshold first, so the values printed over it stay readable.
         if let (Some(c), Some(at)) = (&self.cut, cut) {
             let px = xs.at(at);
             svg.line(
@@ -145,6 +115,45 @@ impl Ranking<'_> {
                 TextStyle::new(TICK).anchor(anchor).class("cut"),
             );
         }
+        let zero = xs.at(0.0);
+        for (i, (label, v)) in self.items.iter().enumerate() {
+            let y = plot.y + PITCH * i as f64;
+            let past = cut.is_some_and(|c| *v >= c);
+            if v.is_finite() {
+                let (a, b) = (zero.min(xs.at(*v)), zero.max(xs.at(*v)));
+                let tip = format!("{label}: {v:.*}", self.decimals);
+                let fill = if past { PAST } else { BEFORE };
+                svg.rect(
+                    Rect::new(a, y + 2.0, b - a, PITCH - 4.0),
+                    fill,
+                    Some(&tip),
+                    "rank-bar",
+                );
+                let value = format!("{v:.*}", self.decimals);
+                let w = text::width(&value, TICK);
+                svg.rect(
+                    Rect::new(b + 2.0, y + 2.0, w + 4.0, PITCH - 4.0),
+                    "#ffffff",
+                    None,
+                    "value-back",
+                );
+                svg.text(
+                    b + 4.0,
+                    y + PITCH / 2.0 + TICK * 0.35,
+                    &value,
+                    TextStyle::new(TICK).class("value"),
+                );
+            }
+            svg.text(
+                plot.x - 6.0,
+                y + PITCH / 2.0 + TICK * 0.35,
+                &text::fit(label, MAX_LABEL, TICK),
+                TextStyle::new(TICK).anchor(Anchor::End).class("rank-label"),
+            );
+        }
+        let axis = Stroke::solid(INK, 1.0);
+        svg.line((zero, plot.y), (zero, plot.bottom()), axis);
+        svg.line((plot.x, plot.bottom()), (plot.right(), plot.bottom()), axis);
         svg.text(
             plot.x + plot.w / 2.0,
             plot.bottom() + TICK + LABEL + 16.0,
