@@ -5,7 +5,7 @@
 //! dash; values of note (a threshold) as labelled vertical lines. The
 //! legend takes the top corner over the lower bars.
 
-use super::axes::{self, Axis, Key, TICK};
+use super::axes::{self, Axis, Key, LABEL, TICK, TITLE};
 use super::doc::{Anchor, Rect, Stroke, Svg, TextStyle};
 use super::palette::series;
 
@@ -62,6 +62,25 @@ pub fn spans_decades(counts: impl IntoIterator<Item = u64>) -> bool {
 }
 
 impl Histogram<'_> {
+    /// The top of the y axis, raised from `hi` when subsets make the
+    /// legend taller than a line, so that the tallest bar stays below it
+    /// (with a line or so, the legend fits over the lower bars).
+    fn legend_room(&self, area: Rect, log: bool, lo: f64, hi: f64) -> f64 {
+        if self.subsets.is_empty() {
+            return hi;
+        }
+        let entries = 1 + self.subsets.len();
+        let title = if self.title.is_empty() { 8.0 } else { TITLE + 14.0 };
+        let plot_h = area.h - title - (TICK + LABEL + 26.0);
+        let legend_h = (LABEL + 6.0) * entries as f64 + 8.0 + 12.0;
+        let share = (legend_h / plot_h.max(1.0)).clamp(0.0, 0.6);
+        if log {
+            lo * (hi / lo).powf(1.0 / (1.0 - share))
+        } else {
+            lo + (hi - lo) / (1.0 - share)
+        }
+    }
+
     /// Draws the histogram in `area`.
     pub fn draw(&self, svg: &mut Svg, area: Rect) {
         let all = self
@@ -77,6 +96,7 @@ impl Histogram<'_> {
         } else {
             (0.0, top * 1.08)
         };
+        let hi = self.legend_room(area, log, lo, hi);
         let x = Axis {
             label: self.x_label,
             lo: self.min,
