@@ -259,28 +259,38 @@ fn describe(rows: Option<&RowsReport>, id: u32) -> (Option<String>, Group, Optio
 }
 
 /// The rows of note the map adds to its sample, at most [`MAX_NOTED`]:
-/// special ones first, then the untrained-looking by score, then the
-/// reserved and padding ones.
+/// taken from each group in turn (special, untrained-looking, reserved,
+/// padding), so that a large group leaves room for the others; within a
+/// group, the best-scored first.
 fn noted(rows: Option<&RowsReport>, plane: &Plane) -> Vec<u32> {
     let Some(rows) = rows else {
         return Vec::new();
     };
-    let mut noted: Vec<(Group, f64, u32)> = (rows.rows.iter())
-        .filter(|r| !map::sampled(plane, r.id))
-        .map(|r| (group(r), -r.score.unwrap_or(f64::NEG_INFINITY), r.id))
-        .filter(|(g, _, _)| *g != Group::Row)
-        .collect();
-    let rank = |g: Group| match g {
-        Group::Special => 0,
-        Group::Untrained => 1,
-        Group::Reserved => 2,
-        _ => 3,
-    };
-    noted.sort_by(|a, b| {
-        (rank(a.0).cmp(&rank(b.0)))
-            .then(a.1.total_cmp(&b.1))
-            .then(a.2.cmp(&b.2))
-    });
-    noted.truncate(MAX_NOTED);
-    noted.into_iter().map(|(_, _, id)| id).collect()
+    let order = [
+        Group::Special,
+        Group::Untrained,
+        Group::Reserved,
+        Group::Padding,
+    ];
+    let mut groups: Vec<Vec<(f64, u32)>> = vec![Vec::new(); order.len()];
+    for r in rows.rows.iter().filter(|r| !map::sampled(plane, r.id)) {
+        if let Some(k) = order.iter().position(|&g| g == group(r)) {
+            groups[k].push((r.score.unwrap_or(f64::NEG_INFINITY), r.id));
+        }
+    }
+    for g in &mut groups {
+        g.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        g.reverse();
+    }
+    let mut noted = Vec::new();
+    while noted.len() < MAX_NOTED && groups.iter().any(|g| !g.is_empty()) {
+        for g in &mut groups {
+            if noted.len() < MAX_NOTED
+                && let Some((_, id)) = g.pop()
+            {
+                noted.push(id);
+            }
+        }
+    }
+    noted
 }
