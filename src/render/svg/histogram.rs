@@ -70,7 +70,11 @@ impl Histogram<'_> {
             return hi;
         }
         let entries = 1 + self.subsets.len();
-        let title = if self.title.is_empty() { 8.0 } else { TITLE + 14.0 };
+        let title = if self.title.is_empty() {
+            8.0
+        } else {
+            TITLE + 14.0
+        };
         let plot_h = area.h - title - (TICK + LABEL + 26.0);
         let legend_h = (LABEL + 6.0) * entries as f64 + 8.0 + 12.0;
         let share = (legend_h / plot_h.max(1.0)).clamp(0.0, 0.6);
