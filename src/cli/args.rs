@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
-use crate::cmd::undertrained;
+use crate::cmd::{diff, undertrained};
 use crate::usage::{self, IdList};
 
 /// Inspect the vocabulary layers (input embedding and LM head) of a
@@ -254,7 +254,7 @@ pub struct DiffArgs {
     #[arg(long, value_enum, default_value_t = MatricesArg::Both)]
     pub matrix: MatricesArg,
     /// Changed rows to list, those that moved most.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = diff::DEFAULT_TOP, value_name = "N")]
     pub top: usize,
     /// Pair rows by id, even where both models have a tokenizer.
     #[arg(long)]

@@ -11,7 +11,7 @@
 //! | `similarity.rs` | `similarity`'s table, CSV and picture |
 //! | `rows.rs` | `rows`' CSV, JSON and structured `.npy` |
 //! | `report/` | `report`'s page (see its table) |
-//! | `svg/` | pictures: histograms, heatmaps, scatter plots, stacked bars (see its table) |
+//! | `svg/` | pictures: histograms, heatmaps, scatter plots, stacked and ranked bars (see its table) |
 //! | `output.rs` | the format a file's extension or a flag asks for |
 //! | `file.rs` | output files checked first and put in place whole |
 //! | `color.rs` | whether to colour text |

@@ -42,6 +42,9 @@ use crate::{Error, Result};
 use matrix::{Names, Pair};
 use pairing::{Matched, Pairing};
 
+/// Changed rows listed when `--top` is not given.
+pub const DEFAULT_TOP: usize = 10;
+
 /// What `diff` is asked.
 #[derive(Debug, Clone)]
 pub struct Request {

@@ -50,9 +50,6 @@ use crate::{Error, Result};
 /// Rows of note the map shows beside its even sample, at most.
 const MAX_NOTED: usize = 1024;
 
-/// Changed rows the page lists, those that moved most (`diff`'s default).
-pub const DIFF_TOP: usize = 10;
-
 /// What `report` is asked.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -153,7 +150,7 @@ pub fn run(
         let tuned = diff::Model { ckpt, roles, vocab };
         let request = diff::Request {
             matrix: None,
-            top: DIFF_TOP,
+            top: diff::DEFAULT_TOP,
             by_id: false,
             progress: req.progress,
         };
