@@ -16,6 +16,7 @@
 //! | `gguf_pre.rs` | llama.cpp's pre-tokenizer names and the splits they stand for |
 //! | `gguf_tokenizer.rs` | a `tokenizers::Tokenizer` rebuilt from GGUF metadata |
 //! | `special.rs` | special tokens as every file beside the weights declares them |
+//! | `chat_template.rs` | chat templates from every file that keeps one, rendered on a sample conversation |
 //! | `readable.rs` | human forms of raw entries, and back |
 //! | `kind.rs` | what a token stands for as bytes, and what kind that makes it |
 //! | `reach/` | whether some text reaches a token, as the tokenizer runs (see its table) |
@@ -31,6 +32,7 @@
 //! of token strings; the full `tokenizers::Tokenizer` is built once, on
 //! the first [`Vocab::encode`].
 
+pub mod chat_template;
 mod contain;
 mod derived_merges;
 mod entries;
