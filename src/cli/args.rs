@@ -290,6 +290,11 @@ pub struct CheckArgs {
     /// outlined.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Check this chat template against the model's rows instead of the
+    /// model's own: a .jinja file, a tokenizer_config.json or
+    /// chat_template.json, or another MODEL (the instruct model's).
+    #[arg(long, value_name = "FILE|MODEL")]
+    pub chat_template: Option<String>,
 }
 
 /// The severity at which `check` fails.

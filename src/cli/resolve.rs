@@ -97,6 +97,8 @@ pub enum Task {
         fail_on: Severity,
         /// The picture's file, when asked for.
         plot: Option<PathBuf>,
+        /// `--chat-template`: the template to check instead of the model's.
+        chat_template: Option<String>,
     },
     /// `undertrained`.
     Undertrained {
@@ -239,6 +241,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
                 FailOn::Warn => Severity::Warn,
             },
             plot: svg_file(args.plot)?,
+            chat_template: args.chat_template,
         },
         Command::Undertrained(args) => undertrained(args, &out)?,
         Command::Rows(args) => Task::Rows(rows(args, &out)?),

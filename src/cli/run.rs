@@ -85,14 +85,21 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             model,
             fail_on,
             plot,
+            chat_template,
         } => {
             // The picture's file is checked before any work.
             let plot = plot.as_deref().map(OutputFile::create).transpose()?;
             let (ckpt, mut roles) = open_for_check(model, config)?;
             roles.compare_head(&ckpt);
+            let templates = match chat_template {
+                Some(arg) => check::Templates::given(arg)?,
+                None => check::Templates::of_model(&ckpt),
+            };
+            let training = check::Training { templates };
             let report = check::run(
                 &ckpt,
                 &roles,
+                &training,
                 out.progress,
                 || load_vocab(&ckpt),
                 |early| {

@@ -268,7 +268,9 @@ pub fn render(
     );
     env.add_function("strftime_now", |format: String| strftime(&format));
     let failed = |e: minijinja::Error| {
-        let what = e.detail().map_or_else(|| e.kind().to_string(), str::to_string);
+        let what = e
+            .detail()
+            .map_or_else(|| e.kind().to_string(), str::to_string);
         RenderFailure(match e.line() {
             Some(line) => format!("{} at line {line}", one_line(&what)),
             None => one_line(&what),
@@ -289,14 +291,12 @@ pub fn render(
     );
     ctx.insert("tools".into(), minijinja::Value::from(()));
     let mut out = Capped(Vec::new());
-    compiled
-        .render_captured_to(ctx, &mut out)
-        .map_err(|e| match out.0.len() >= MAX_OUTPUT_BYTES {
-            true => RenderFailure(format!(
-                "the output grows past {MAX_OUTPUT_BYTES} bytes"
-            )),
+    compiled.render_captured_to(ctx, &mut out).map_err(|e| {
+        match out.0.len() >= MAX_OUTPUT_BYTES {
+            true => RenderFailure(format!("the output grows past {MAX_OUTPUT_BYTES} bytes")),
             false => failed(e),
-        })?;
+        }
+    })?;
     String::from_utf8(out.0).map_err(|_| RenderFailure("the output is not UTF-8".into()))
 }
 

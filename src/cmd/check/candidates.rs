@@ -20,18 +20,27 @@ use crate::score::STRONG;
 use crate::score::indicators::{Indicators, distances, norms};
 use crate::score::robust::best_first;
 
-/// The finding when rows outside the reference set score as strong
-/// candidates; none otherwise (or when the embedding's values could not be
-/// read: other findings say why), from the embedding's `sums`, which it
-/// completes first when the pass read rows before the reference was known.
-/// Every strong row goes to `strong` (ascending), for `check --plot`.
-pub(super) fn finding(
+/// The embedding's combined scores as `undertrained --matrix embed`
+/// makes them, with the indicators they average and the reference rows;
+/// `None` when the embedding's values could not be read (other findings
+/// say why). From the embedding's `sums`, which it completes first when
+/// the pass read rows before the reference was known.
+pub(super) struct EmbedScores<'r> {
+    /// Every row's combined score (NaN where there is none).
+    pub scores: Vec<f64>,
+    /// The indicators the scores average.
+    pub indicators: Vec<&'static str>,
+    /// The reference set they were made against.
+    pub reference: &'r Reference,
+}
+
+/// See [`EmbedScores`].
+pub(super) fn embed_scores<'r>(
     s: &Subject,
     scanned: &[Scanned],
     sums: Option<Sums>,
-    reference: &std::sync::OnceLock<Reference>,
-    strong: &mut Vec<u32>,
-) -> Option<Finding> {
+    reference: &'r std::sync::OnceLock<Reference>,
+) -> Option<EmbedScores<'r>> {
     let name = &s.embedding?.name;
     let (m, _) = scanned
         .iter()
@@ -65,6 +74,23 @@ pub(super) fn finding(
         ..Indicators::default()
     };
     let (indicators, scores) = ind.scores(sq.len());
+    Some(EmbedScores {
+        scores,
+        indicators,
+        reference,
+    })
+}
+
+/// The finding when rows outside the reference set score as strong
+/// candidates by the embedding's `scores`; none otherwise. Every strong
+/// row goes to `strong` (ascending), for `check --plot`.
+pub(super) fn finding(s: &Subject, embed: &EmbedScores, strong: &mut Vec<u32>) -> Option<Finding> {
+    let name = &s.embedding?.name;
+    let EmbedScores {
+        scores,
+        indicators,
+        reference,
+    } = embed;
     let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     strong.extend((0..scores.len() as u32).filter(|&i| scores[i as usize] >= STRONG));
     let strong = strong.len();
@@ -76,7 +102,7 @@ pub(super) fn finding(
     if outside.is_empty() {
         return None;
     }
-    outside.sort_by(best_first(&scores));
+    outside.sort_by(best_first(scores));
     let ids = &outside[..outside.len().min(MAX_LISTED)];
     // `undertrained` weighs the head too when there is one (the embedding
     // itself when tied), by the cosine indicator this finding has no pass

@@ -25,6 +25,8 @@
 //! | `related.rs` | how close those pairs sit in the matrix, and its signs of training |
 //! | `mismatch.rs` | the `tokenizer-mismatch` and `untrained-matrix` findings: whether the tokenizer belongs |
 //! | `norms.rs` | every row's norm and the rows of note, for `check --plot` |
+//! | `untrained_rows.rs` | which rows of each matrix look untrained, for the training findings |
+//! | `template.rs` | the chat template's own tokens against those rows: `template-uses-untrained` |
 
 mod candidates;
 mod duplicates;
@@ -35,6 +37,8 @@ mod pairs;
 mod pass;
 mod related;
 mod special;
+mod template;
+mod untrained_rows;
 mod values;
 
 use std::sync::{Arc, OnceLock};
@@ -49,6 +53,15 @@ use crate::vocab::{self, SpecialDecl, Vocab};
 use crate::{Error, Result};
 
 pub use norms::{Marked, MatrixNorms, RowNorms};
+
+pub use template::Templates;
+
+/// What `check` is asked about training, beyond the checkpoint itself.
+#[derive(Debug, Default)]
+pub struct Training {
+    /// The chat templates to check against the rows they feed.
+    pub templates: Templates,
+}
 
 /// How much a finding matters. Ordered: `Info < Warn < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -256,22 +269,26 @@ pub struct Check<'a> {
     /// How close the tokenizer's related tokens sit in the embedding (see
     /// `related`): read by id while the value pass runs.
     related: Option<related::Relatedness>,
+    /// What each chat template emits, as this model's tokenizer encodes it.
+    emitted: Vec<template::Emitted>,
 }
 
 impl<'a> Check<'a> {
     /// Computes the header-only findings.
     pub fn start(ckpt: &'a Checkpoint, roles: &'a Roles, vocab: Option<&'a Vocab>) -> Result<Self> {
-        Check::start_with(ckpt, roles, vocab, None)
+        Check::start_with(ckpt, roles, vocab, None, &Training::default())
     }
 
     /// [`Check::start`], with `vocab_unreadable` saying why there is no
     /// vocabulary when its files could not be read: an `unreadable-file`
-    /// finding, and the rest of the check runs without it.
+    /// finding, and the rest of the check runs without it. The templates
+    /// of `training` are rendered and encoded here.
     pub fn start_with(
         ckpt: &'a Checkpoint,
         roles: &'a Roles,
         vocab: Option<&'a Vocab>,
         vocab_unreadable: Option<Unreadable>,
+        training: &Training,
     ) -> Result<Self> {
         crate::cpu::mask_ok()?;
         let (specials, special_files) = specials(ckpt, vocab);
@@ -298,11 +315,13 @@ impl<'a> Check<'a> {
         };
         // The related pairs' rows are read on a core the value pass
         // leaves free, if one is (a GGUF file's pass is often done first).
-        let (mut findings, related) = rayon::join(
+        let ((mut findings, emitted), related) = rayon::join(
             || {
                 let mut findings = header::findings(&s);
                 findings.extend(special::findings(&s));
-                findings
+                let emitted = template::emitted(&training.templates, vocab);
+                findings.extend(template::early_findings(&emitted));
+                (findings, emitted)
             },
             || {
                 (vocab.zip(s.embedding.or(s.head)))
@@ -318,6 +337,7 @@ impl<'a> Check<'a> {
             s,
             findings,
             related,
+            emitted,
         })
     }
 
@@ -333,6 +353,7 @@ impl<'a> Check<'a> {
             s,
             mut findings,
             related,
+            emitted,
         } = self;
         let Values {
             mut scanned,
@@ -344,12 +365,14 @@ impl<'a> Check<'a> {
             .iter_mut()
             .find_map(|x| x.stats.as_mut().ok()?.1.sums.take());
         let mut strong = Vec::new();
-        let (from_values, candidates) = rayon::join(
+        let (from_values, embed) = rayon::join(
             || values::findings(&s, &scanned, &mut findings),
-            || candidates::finding(&s, &scanned, sums, &reference, &mut strong),
+            || candidates::embed_scores(&s, &scanned, sums, &reference),
         );
         findings.extend(from_values);
-        findings.extend(candidates);
+        findings.extend((embed.as_ref()).and_then(|e| candidates::finding(&s, e, &mut strong)));
+        let untrained = untrained_rows::UntrainedRows::new(&s, &scanned, embed.as_ref());
+        findings.extend(template::findings(&s, &emitted, &untrained));
         let belonging = mismatch::findings(&s, &scanned, related.as_ref(), &mut findings);
         findings.extend(belonging);
         // Stable: early findings keep their place within a severity.
@@ -459,6 +482,7 @@ impl<'a> ValuePass<'a> {
 pub fn run<E: From<Error> + Send>(
     ckpt: &Checkpoint,
     roles: &Roles,
+    training: &Training,
     progress: bool,
     load: impl FnOnce() -> Result<Option<Vocab>> + Send,
     early: impl FnOnce(&[&Finding]) -> std::result::Result<(), E> + Send,
@@ -484,8 +508,8 @@ pub fn run<E: From<Error> + Send>(
             };
             let vocab = held.get_or_init(|| loaded).as_ref();
             pass.set_vocab(vocab);
-            let check =
-                Check::start_with(ckpt, roles, vocab, unread).inspect_err(|_| progress.cancel())?;
+            let check = Check::start_with(ckpt, roles, vocab, unread, training)
+                .inspect_err(|_| progress.cancel())?;
             let findings: Vec<&Finding> = check.early().collect();
             progress
                 .suspend(|| early(&findings))

@@ -39,7 +39,9 @@ fn raise_exception_loops_recursion_and_growth_fail_with_a_line() {
     let raised = template("ok\n{{ raise_exception('System role not supported') }}");
     let err = render(&raised, &tokens, &sample(), true).unwrap_err();
     assert_eq!(err.0, "System role not supported at line 2");
-    let looping = template("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}");
+    let looping = template(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    );
     let err = render(&looping, &tokens, &sample(), true).unwrap_err();
     assert!(err.0.contains("fuel"), "{}", err.0);
     let recursing = template("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
