@@ -4,6 +4,7 @@
 
 mod check;
 mod check_candidates;
+mod check_training;
 mod common;
 mod conventions;
 mod diff;

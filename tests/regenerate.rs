@@ -1,5 +1,7 @@
 //! The committed fixtures are exactly what the generator makes.
 
+#[path = "../fixtures/gen/chat.rs"]
+mod chat;
 #[path = "../fixtures/gen/checkpoints.rs"]
 #[allow(dead_code)]
 pub mod checkpoints;

@@ -138,9 +138,18 @@ pub fn from_file(path: &Path) -> Result<(Vec<ChatTemplate>, TemplateTokens)> {
         return Err(Error::bad_file(path, "no such file"));
     };
     let origin = path.display().to_string();
-    if text.trim_start().starts_with('{')
-        && let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(&text)
-    {
+    // A Jinja template may open with `{{` or `{%`; `{"` opens JSON.
+    let json = text.trim_start().strip_prefix('{');
+    if json.is_some_and(|rest| rest.trim_start().starts_with(['"', '}'])) {
+        let obj = match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(obj)) => obj,
+            _ => {
+                return Err(Error::bad_file(
+                    path,
+                    "expected a JSON object or a Jinja template",
+                ));
+            }
+        };
         let found = from_object(path, &origin, &obj)?;
         if found.is_empty() {
             return Err(Error::bad_file(

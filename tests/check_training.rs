@@ -1,0 +1,255 @@
+//! `check`'s training findings on `fixtures/chat`: a chat template whose
+//! own tokens have untrained rows (`template-uses-untrained`, exit 1),
+//! read from every place a template is kept or given with
+//! `--chat-template`; a trained instruct model stays clean; a template
+//! that refuses a role, fails or loops is a warning.
+
+use serde_json::Value;
+
+use crate::common::{embscope, fails, fixture};
+
+/// The untrained chat tokens of `fixtures/chat/base`.
+const UNTRAINED: [(u64, &str); 3] = [
+    (341, "<|start_header_id|>"),
+    (342, "<|end_header_id|>"),
+    (343, "<|eot_id|>"),
+];
+
+/// `check --json ARGS`: the exit code and the findings.
+fn check(args: &[&str]) -> (i32, Vec<Value>) {
+    let out = embscope()
+        .args(["--json", "check"])
+        .args(args)
+        .output()
+        .expect("runs");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let findings = v["findings"].as_array().expect("findings").clone();
+    (out.status.code().expect("exit code"), findings)
+}
+
+fn with_code<'a>(findings: &'a [Value], code: &str) -> Vec<&'a Value> {
+    findings.iter().filter(|f| f["code"] == code).collect()
+}
+
+/// The (id, token) pairs a `template-uses-untrained` finding names, each
+/// with both matrices' rows.
+fn named(f: &Value) -> Vec<(u64, String)> {
+    f["evidence"]["tokens"]
+        .as_array()
+        .expect("tokens")
+        .iter()
+        .map(|t| {
+            assert_eq!(
+                t["rows"],
+                serde_json::json!(["model.embed_tokens.weight", "lm_head.weight"]),
+                "{t}"
+            );
+            assert!(t["embed_score"].as_f64().expect("embed score") >= 5.0);
+            assert!(t["head_score"].as_f64().expect("head score") >= 5.0);
+            (
+                t["id"].as_u64().unwrap(),
+                t["token"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+fn untrained() -> Vec<(u64, String)> {
+    UNTRAINED.iter().map(|&(i, t)| (i, t.to_string())).collect()
+}
+
+#[test]
+fn a_base_model_with_the_instruct_template_beside_it_fails() {
+    let (code, findings) = check(&[&fixture("chat/base-templated")]);
+    assert_eq!(code, 1);
+    let errors = with_code(&findings, "template-uses-untrained");
+    assert_eq!(errors.len(), 1, "{findings:?}");
+    assert_eq!(errors[0]["severity"], "error");
+    assert_eq!(errors[0]["evidence"]["template"], "chat_template.jinja");
+    assert_eq!(named(errors[0]), untrained());
+}
+
+#[test]
+fn a_base_model_without_a_template_has_no_template_finding() {
+    let (code, findings) = check(&[&fixture("chat/base")]);
+    assert_eq!(code, 0);
+    assert!(findings.iter().all(|f| {
+        let c = f["code"].as_str().unwrap();
+        !c.starts_with("template") && c != "chat-template"
+    }));
+}
+
+#[test]
+fn the_trained_instruct_model_and_its_named_templates_are_clean() {
+    let (code, findings) = check(&[&fixture("chat/instruct")]);
+    assert_eq!(code, 0, "{findings:?}");
+    let infos = with_code(&findings, "chat-template");
+    let labels: Vec<&str> = infos
+        .iter()
+        .map(|f| f["evidence"]["template"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "tokenizer_config.json (default)",
+            "tokenizer_config.json (tool_use)"
+        ]
+    );
+    assert!(with_code(&findings, "template-uses-untrained").is_empty());
+}
+
+#[test]
+fn chat_template_takes_a_jinja_file_a_config_or_another_model() {
+    let base = fixture("chat/base");
+    for (given, labels) in [
+        (
+            fixture("chat/llama3.jinja"),
+            vec![fixture("chat/llama3.jinja")],
+        ),
+        (
+            fixture("chat/instruct"),
+            vec![
+                "tokenizer_config.json (default)".to_string(),
+                "tokenizer_config.json (tool_use)".to_string(),
+            ],
+        ),
+        (
+            fixture("chat/instruct/tokenizer_config.json"),
+            vec![
+                format!(
+                    "{} (default)",
+                    fixture("chat/instruct/tokenizer_config.json")
+                ),
+                format!(
+                    "{} (tool_use)",
+                    fixture("chat/instruct/tokenizer_config.json")
+                ),
+            ],
+        ),
+    ] {
+        let (code, findings) = check(&[&base, "--chat-template", &given]);
+        assert_eq!(code, 1, "{given}");
+        let errors = with_code(&findings, "template-uses-untrained");
+        let got: Vec<String> = errors
+            .iter()
+            .map(|f| f["evidence"]["template"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(got, labels, "{given}");
+        for e in errors {
+            assert_eq!(named(e), untrained(), "{given}");
+        }
+    }
+    // The instruct model's own rows are trained: its template is fine there.
+    let (code, _) = check(&[
+        &fixture("chat/instruct"),
+        "--chat-template",
+        &fixture("chat/llama3.jinja"),
+    ]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_gguf_template_is_read_from_the_metadata() {
+    let (code, findings) = check(&[&fixture("chat/gguf-templated.gguf")]);
+    assert_eq!(code, 0);
+    let infos = with_code(&findings, "chat-template");
+    assert_eq!(infos.len(), 1, "{findings:?}");
+    assert_eq!(
+        infos[0]["evidence"]["template"],
+        "GGUF tokenizer.chat_template"
+    );
+    // `<s>` and `</s>`: the template's own tokens, none of the sample's.
+    assert_eq!(infos[0]["evidence"]["tokens"], 2);
+}
+
+#[test]
+fn templates_that_refuse_fail_or_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let base = fixture("chat/base");
+    // Refuses the system role (as Gemma's and Mistral's do): rendered again
+    // without it, and checked.
+    let refuses = write(
+        "refuses.jinja",
+        "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}<|eot_id|>{% endfor %}",
+    );
+    let (code, findings) = check(&[&base, "--chat-template", &refuses]);
+    assert_eq!(code, 1);
+    let e = with_code(&findings, "template-uses-untrained");
+    assert_eq!(e[0]["evidence"]["without_system"], true);
+    assert_eq!(e[0]["evidence"]["tokens"][0]["id"], 343);
+    // Fails whatever it is given: a warning naming the template and line.
+    let fails_always = write("fails.jinja", "ok\n{{ raise_exception('never') }}");
+    let (code, findings) = check(&[&base, "--chat-template", &fails_always]);
+    assert_eq!(code, 0);
+    let w = with_code(&findings, "template-unrenderable");
+    assert_eq!(w[0]["severity"], "warn");
+    let message = w[0]["message"].as_str().unwrap();
+    assert!(message.contains("fails.jinja") && message.contains("never at line 2"));
+    // Loops and recursion: a render limit, a warning, no hang.
+    for (name, text, needle) in [
+        (
+            "loops.jinja",
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "fuel",
+        ),
+        (
+            "recurses.jinja",
+            "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+            "recursion",
+        ),
+    ] {
+        let t = write(name, text);
+        let start = std::time::Instant::now();
+        let (code, findings) = check(&[&base, "--chat-template", &t]);
+        assert!(start.elapsed().as_secs() < 30, "{name}");
+        assert_eq!(code, 0);
+        let w = with_code(&findings, "template-unrenderable");
+        assert!(
+            w[0]["message"].as_str().unwrap().contains(needle),
+            "{name}: {w:?}"
+        );
+    }
+    // Failing with --fail-on warn.
+    let out = embscope()
+        .args([
+            "check",
+            &base,
+            "--fail-on",
+            "warn",
+            "--chat-template",
+            &fails_always,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_chat_template_that_is_not_there_is_bad_input() {
+    let base = fixture("chat/base");
+    fails(
+        &["check", &base, "--chat-template", "/no/such/template.jinja"],
+        "/no/such/template.jinja",
+    );
+    fails(
+        &["check", &base, "--chat-template", &fixture("chat/base")],
+        "no chat template there",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("config.json");
+    std::fs::write(&p, r#"{"bos_token": "<s>"}"#).unwrap();
+    fails(
+        &["check", &base, "--chat-template", p.to_str().unwrap()],
+        "chat_template",
+    );
+}
