@@ -295,6 +295,11 @@ pub struct CheckArgs {
     /// chat_template.json, or another MODEL (the instruct model's).
     #[arg(long, value_name = "FILE|MODEL")]
     pub chat_template: Option<String>,
+    /// Count the tokens of this training data (plain text, or JSONL with
+    /// `text` or `messages` lines, rendered through the chat template) and
+    /// name those whose rows look untrained. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub data: Vec<std::path::PathBuf>,
 }
 
 /// The severity at which `check` fails.

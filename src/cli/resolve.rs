@@ -99,6 +99,8 @@ pub enum Task {
         plot: Option<PathBuf>,
         /// `--chat-template`: the template to check instead of the model's.
         chat_template: Option<String>,
+        /// `--data`: the training data to count.
+        data: Vec<std::path::PathBuf>,
     },
     /// `undertrained`.
     Undertrained {
@@ -242,6 +244,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
             },
             plot: svg_file(args.plot)?,
             chat_template: args.chat_template,
+            data: args.data,
         },
         Command::Undertrained(args) => undertrained(args, &out)?,
         Command::Rows(args) => Task::Rows(rows(args, &out)?),

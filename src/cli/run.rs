@@ -86,16 +86,20 @@ pub fn run(config: &Config) -> std::result::Result<u8, Stop> {
             fail_on,
             plot,
             chat_template,
+            data,
         } => {
             // The picture's file is checked before any work.
             let plot = plot.as_deref().map(OutputFile::create).transpose()?;
+            let data = (data.iter())
+                .map(|p| check::DataFile::open(p))
+                .collect::<Result<Vec<_>>>()?;
             let (ckpt, mut roles) = open_for_check(model, config)?;
             roles.compare_head(&ckpt);
             let templates = match chat_template {
                 Some(arg) => check::Templates::given(arg)?,
                 None => check::Templates::of_model(&ckpt),
             };
-            let training = check::Training { templates };
+            let training = check::Training { templates, data };
             let report = check::run(
                 &ckpt,
                 &roles,

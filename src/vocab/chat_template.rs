@@ -257,56 +257,87 @@ pub fn render(
     messages: &[Message],
     add_generation_prompt: bool,
 ) -> std::result::Result<String, RenderFailure> {
-    if template.text.len() > MAX_TEMPLATE_BYTES {
-        return Err(RenderFailure(format!(
-            "{} bytes, more than the {MAX_TEMPLATE_BYTES} a chat template may have",
-            template.text.len()
-        )));
-    }
-    let mut env = Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.set_fuel(Some(FUEL));
-    env.set_recursion_limit(RECURSION);
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-    env.add_function(
-        "raise_exception",
-        |msg: String| -> std::result::Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
-        },
-    );
-    env.add_function("strftime_now", |format: String| strftime(&format));
-    let failed = |e: minijinja::Error| {
-        let what = e
-            .detail()
-            .map_or_else(|| e.kind().to_string(), str::to_string);
-        RenderFailure(match e.line() {
-            Some(line) => format!("{} at line {line}", one_line(&what)),
-            None => one_line(&what),
-        })
-    };
-    let compiled = env.template_from_str(&template.text).map_err(failed)?;
-    let mut ctx: BTreeMap<String, minijinja::Value> = tokens
-        .iter()
-        .map(|(k, v)| (k.clone(), minijinja::Value::from(v.as_str())))
-        .collect();
-    ctx.insert(
-        "messages".into(),
-        minijinja::Value::from_serialize(messages),
-    );
-    ctx.insert(
-        "add_generation_prompt".into(),
-        minijinja::Value::from(add_generation_prompt),
-    );
-    ctx.insert("tools".into(), minijinja::Value::from(()));
-    let mut out = Capped(Vec::new());
-    compiled.render_captured_to(ctx, &mut out).map_err(|e| {
-        match out.0.len() >= MAX_OUTPUT_BYTES {
-            true => RenderFailure(format!("the output grows past {MAX_OUTPUT_BYTES} bytes")),
-            false => failed(e),
+    Renderer::new(template, tokens)?.render(messages, add_generation_prompt)
+}
+
+/// A template compiled once, to render many conversations (the
+/// `messages` lines of a data set).
+pub struct Renderer<'a> {
+    env: Environment<'a>,
+    tokens: BTreeMap<String, minijinja::Value>,
+}
+
+impl<'a> Renderer<'a> {
+    /// Compiles `template`, which will name the strings of `tokens`.
+    pub fn new(
+        template: &'a ChatTemplate,
+        tokens: &TemplateTokens,
+    ) -> std::result::Result<Self, RenderFailure> {
+        if template.text.len() > MAX_TEMPLATE_BYTES {
+            return Err(RenderFailure(format!(
+                "{} bytes, more than the {MAX_TEMPLATE_BYTES} a chat template may have",
+                template.text.len()
+            )));
         }
-    })?;
-    String::from_utf8(out.0).map_err(|_| RenderFailure("the output is not UTF-8".into()))
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_fuel(Some(FUEL));
+        env.set_recursion_limit(RECURSION);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function(
+            "raise_exception",
+            |msg: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
+            },
+        );
+        env.add_function("strftime_now", |format: String| strftime(&format));
+        env.add_template("chat", &template.text).map_err(failed)?;
+        let tokens = tokens
+            .iter()
+            .map(|(k, v)| (k.clone(), minijinja::Value::from(v.as_str())))
+            .collect();
+        Ok(Renderer { env, tokens })
+    }
+
+    /// Renders `messages` (anything that serialises as a list of
+    /// messages), with `add_generation_prompt`.
+    pub fn render(
+        &self,
+        messages: &(impl serde::Serialize + ?Sized),
+        add_generation_prompt: bool,
+    ) -> std::result::Result<String, RenderFailure> {
+        let compiled = self.env.get_template("chat").map_err(failed)?;
+        let mut ctx = self.tokens.clone();
+        ctx.insert(
+            "messages".into(),
+            minijinja::Value::from_serialize(messages),
+        );
+        ctx.insert(
+            "add_generation_prompt".into(),
+            minijinja::Value::from(add_generation_prompt),
+        );
+        ctx.insert("tools".into(), minijinja::Value::from(()));
+        let mut out = Capped(Vec::new());
+        compiled.render_captured_to(ctx, &mut out).map_err(|e| {
+            match out.0.len() >= MAX_OUTPUT_BYTES {
+                true => RenderFailure(format!("the output grows past {MAX_OUTPUT_BYTES} bytes")),
+                false => failed(e),
+            }
+        })?;
+        String::from_utf8(out.0).map_err(|_| RenderFailure("the output is not UTF-8".into()))
+    }
+}
+
+/// A minijinja error on one line, with the template line when known.
+fn failed(e: minijinja::Error) -> RenderFailure {
+    let what = e
+        .detail()
+        .map_or_else(|| e.kind().to_string(), str::to_string);
+    RenderFailure(match e.line() {
+        Some(line) => format!("{} at line {line}", one_line(&what)),
+        None => one_line(&what),
+    })
 }
 
 /// An output buffer that refuses bytes past [`MAX_OUTPUT_BYTES`].

@@ -26,9 +26,11 @@
 //! | `mismatch.rs` | the `tokenizer-mismatch` and `untrained-matrix` findings: whether the tokenizer belongs |
 //! | `norms.rs` | every row's norm and the rows of note, for `check --plot` |
 //! | `untrained_rows.rs` | which rows of each matrix look untrained, for the training findings |
+//! | `data.rs` | `--data`: the tokens of a training set, counted on every core, against those rows |
 //! | `template.rs` | the chat template's own tokens against those rows: `template-uses-untrained` |
 
 mod candidates;
+mod data;
 mod duplicates;
 mod header;
 mod mismatch;
@@ -52,8 +54,8 @@ use crate::roles::Roles;
 use crate::vocab::{self, SpecialDecl, Vocab};
 use crate::{Error, Result};
 
+pub use data::DataFile;
 pub use norms::{Marked, MatrixNorms, RowNorms};
-
 pub use template::Templates;
 
 /// What `check` is asked about training, beyond the checkpoint itself.
@@ -61,6 +63,8 @@ pub use template::Templates;
 pub struct Training {
     /// The chat templates to check against the rows they feed.
     pub templates: Templates,
+    /// The data files of `--data`, opened.
+    pub data: Vec<DataFile>,
 }
 
 /// How much a finding matters. Ordered: `Info < Warn < Error`.
@@ -271,6 +275,8 @@ pub struct Check<'a> {
     related: Option<related::Relatedness>,
     /// What each chat template emits, as this model's tokenizer encodes it.
     emitted: Vec<template::Emitted>,
+    /// The tokens of the data files, counted.
+    counted: data::Counted,
 }
 
 impl<'a> Check<'a> {
@@ -315,13 +321,16 @@ impl<'a> Check<'a> {
         };
         // The related pairs' rows are read on a core the value pass
         // leaves free, if one is (a GGUF file's pass is often done first).
-        let ((mut findings, emitted), related) = rayon::join(
+        let ((mut findings, (emitted, counted)), related) = rayon::join(
             || {
                 let mut findings = header::findings(&s);
                 findings.extend(special::findings(&s));
                 let emitted = template::emitted(&training.templates, vocab);
                 findings.extend(template::early_findings(&emitted));
-                (findings, emitted)
+                let renderer = template::renderer(&training.templates, vocab);
+                let counted = data::count(&training.data, vocab, renderer.as_ref());
+                findings.extend(data::early_findings(&counted));
+                (findings, (emitted, counted))
             },
             || {
                 (vocab.zip(s.embedding.or(s.head)))
@@ -338,6 +347,7 @@ impl<'a> Check<'a> {
             findings,
             related,
             emitted,
+            counted,
         })
     }
 
@@ -354,6 +364,7 @@ impl<'a> Check<'a> {
             mut findings,
             related,
             emitted,
+            counted,
         } = self;
         let Values {
             mut scanned,
@@ -373,6 +384,7 @@ impl<'a> Check<'a> {
         findings.extend((embed.as_ref()).and_then(|e| candidates::finding(&s, e, &mut strong)));
         let untrained = untrained_rows::UntrainedRows::new(&s, &scanned, embed.as_ref());
         findings.extend(template::findings(&s, &emitted, &untrained));
+        findings.extend(data::findings(&s, &counted, &untrained));
         let belonging = mismatch::findings(&s, &scanned, related.as_ref(), &mut findings);
         findings.extend(belonging);
         // Stable: early findings keep their place within a severity.

@@ -140,7 +140,7 @@ pub(super) enum Unchecked {
 /// The special-token strings a template may name: those declared beside
 /// it, then the model's own (by role, as written or as the token of the
 /// declared id).
-fn tokens(given: &TemplateTokens, vocab: &Vocab) -> TemplateTokens {
+pub(super) fn tokens(given: &TemplateTokens, vocab: &Vocab) -> TemplateTokens {
     let mut tokens = given.clone();
     for d in vocab.special_decls() {
         let key = format!("{}_token", d.role);
@@ -160,6 +160,16 @@ fn tokens(given: &TemplateTokens, vocab: &Vocab) -> TemplateTokens {
         }
     }
     tokens
+}
+
+/// The first template that compiles, to render the `messages` of a data
+/// set with.
+pub(super) fn renderer<'t>(
+    templates: &'t Templates,
+    vocab: Option<&Vocab>,
+) -> Option<chat_template::Renderer<'t>> {
+    let tokens = tokens(&templates.tokens, vocab?);
+    (templates.found.iter()).find_map(|t| chat_template::Renderer::new(t, &tokens).ok())
 }
 
 /// Renders and encodes every template (the same text twice is done once).
