@@ -253,3 +253,112 @@ fn a_chat_template_that_is_not_there_is_bad_input() {
         "chat_template",
     );
 }
+
+#[test]
+fn data_that_uses_an_untrained_token_is_an_error_naming_it() {
+    let (code, findings) = check(&[&fixture("chat/base"), "--data", &fixture("chat/data.jsonl")]);
+    assert_eq!(code, 1);
+    let e = with_code(&findings, "data-uses-untrained");
+    assert_eq!(e.len(), 1, "{findings:?}");
+    let tokens = e[0]["evidence"]["tokens"].as_array().unwrap();
+    assert_eq!(tokens.len(), 1, "{tokens:?}");
+    assert_eq!(tokens[0]["id"], 343);
+    assert_eq!(tokens[0]["token"], "<|eot_id|>");
+    assert_eq!(tokens[0]["occurrences"], 2);
+    assert_eq!(
+        tokens[0]["first_line"],
+        format!("{}:4", fixture("chat/data.jsonl"))
+    );
+    // The lines it could not use, by number; the rest are counted.
+    let bad = with_code(&findings, "data-bad-lines");
+    let lines: Vec<&str> = bad[0]["evidence"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["line"].as_str().unwrap())
+        .collect();
+    let at = |n: u32| format!("{}:{n}", fixture("chat/data.jsonl"));
+    assert_eq!(lines, [at(3), at(5)]);
+    // `messages` in a model without a template: a warning, counted as text.
+    let w = with_code(&findings, "data-messages-without-template");
+    assert_eq!(w[0]["evidence"]["first"], at(2));
+    let summary = with_code(&findings, "data-summary");
+    assert_eq!(summary[0]["evidence"]["lines"], 6);
+    assert_eq!(summary[0]["evidence"]["special"][0]["id"], 343);
+}
+
+#[test]
+fn data_messages_go_through_the_template() {
+    // With the instruct template, line 2's messages bring the header
+    // tokens too, and the first eot is on line 2.
+    let (code, findings) = check(&[
+        &fixture("chat/base"),
+        "--chat-template",
+        &fixture("chat/llama3.jinja"),
+        "--data",
+        &fixture("chat/data.jsonl"),
+        "--data",
+        &fixture("chat/data.txt"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(with_code(&findings, "data-messages-without-template").is_empty());
+    let e = with_code(&findings, "data-uses-untrained");
+    let got: Vec<(u64, u64)> = e[0]["evidence"]["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_u64().unwrap(),
+                t["occurrences"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // eot: lines 2 (two turns), 4 and 6 of the JSONL, line 4 of the text.
+    assert_eq!(got, [(343, 5), (341, 2), (342, 2)]);
+    assert_eq!(
+        e[0]["evidence"]["tokens"][0]["first_line"],
+        format!("{}:2", fixture("chat/data.jsonl"))
+    );
+    // The trained instruct model: the same data is fine.
+    let (code, findings) = check(&[
+        &fixture("chat/instruct"),
+        "--data",
+        &fixture("chat/data.txt"),
+    ]);
+    assert_eq!(code, 0, "{findings:?}");
+    let summary = with_code(&findings, "data-summary");
+    assert_eq!(summary[0]["evidence"]["lines"], 4);
+    assert_eq!(summary[0]["evidence"]["untrained_tokens"], 0);
+}
+
+#[test]
+fn a_data_file_that_is_not_there_is_bad_input() {
+    fails(
+        &[
+            "check",
+            &fixture("chat/base"),
+            "--data",
+            "/no/such/data.jsonl",
+        ],
+        "/no/such/data.jsonl",
+    );
+}
+
+#[test]
+fn a_long_line_is_cut_and_the_rest_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("long.txt");
+    let mut text = "the king ".repeat(2 << 20);
+    text.push_str("\nParis<|eot_id|>\n");
+    std::fs::write(&p, text).unwrap();
+    let (code, findings) = check(&[&fixture("chat/base"), "--data", p.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let summary = with_code(&findings, "data-summary");
+    assert_eq!(summary[0]["evidence"]["lines"], 2);
+    let e = with_code(&findings, "data-uses-untrained");
+    assert_eq!(
+        e[0]["evidence"]["tokens"][0]["first_line"],
+        format!("{}:2", p.display())
+    );
+}
