@@ -183,9 +183,14 @@ pub struct UndertrainedArgs {
     #[arg(long, value_enum)]
     pub matrix: Option<MatrixArg>,
     /// Known-untrained rows: `auto` (reserved placeholders and rows without
-    /// a token), or ids and inclusive ranges such as `100-200,5`.
+    /// a token; without either, groups of byte-identical rows), or ids and
+    /// inclusive ranges such as `100-200,5`.
     #[arg(long, default_value = "auto", value_name = "IDS|auto")]
     pub reference: String,
+    /// List the reference rows too, after the candidates (which are the
+    /// rows outside the reference set).
+    #[arg(long)]
+    pub include_reference: bool,
     /// Skip testing whether some text reaches each listed token (encodes,
     /// as the tokenizer runs, to a sequence holding it). For BPE and
     /// SentencePiece vocabularies (tokenizer.json, GGUF) the test builds a

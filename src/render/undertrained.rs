@@ -47,7 +47,9 @@ fn chart(r: &UndertrainedReport, style: &Style, out: &mut String) {
         ))
     );
     let _ = writeln!(out, "{}", sparkline(&h.counts));
-    if h.max >= r.threshold {
+    if r.reference.fallback {
+        // Norms alone are no evidence: no row is called strong.
+    } else if h.max >= r.threshold {
         let at = h.bin_of(r.threshold);
         let _ = writeln!(
             out,
@@ -114,20 +116,27 @@ impl Human for UndertrainedReport {
             count(self.rows as u64)
         );
         let r = &self.reference;
-        let origin = if r.source == "auto" {
-            format!(
+        let origin = match (r.source, r.identical) {
+            ("auto", 0) => format!(
                 "{} reserved placeholders, {} rows without a token",
                 count(r.placeholders as u64),
                 count(r.unreachable as u64)
-            )
-        } else {
-            "from --reference".to_string()
+            ),
+            ("auto", _) => "in groups of byte-identical rows".to_string(),
+            _ => "from --reference".to_string(),
         };
-        let _ = writeln!(
-            out,
-            "reference     {} rows ({origin})",
-            count(r.rows as u64)
-        );
+        let _ = match r.fallback {
+            true => writeln!(
+                out,
+                "reference     none: scores from the norms alone, a fallback in which a high score says a row is small, not that it is untrained"
+            ),
+            false => writeln!(
+                out,
+                "reference     {} rows ({origin}), {} of them look untrained; candidates are the rows outside it",
+                count(r.rows as u64),
+                count(r.strong as u64)
+            ),
+        };
         let component = match self.component_rows {
             0 => String::new(),
             n => format!(
@@ -171,7 +180,15 @@ impl Human for UndertrainedReport {
                         None => "-",
                     }
                     .to_string(),
-                    format!("{:.2}{}", c.score, if c.strong { "*" } else { " " }),
+                    format!(
+                        "{:.2}{}",
+                        c.score,
+                        if c.strong && !self.reference.fallback {
+                            "*"
+                        } else {
+                            " "
+                        }
+                    ),
                 ];
                 row.extend(
                     columns

@@ -24,6 +24,14 @@
 //! | `plan.rs` | what runs alongside what, and the timed stages |
 //! | `pass.rs` | the streaming pass: every row's `|r|²`, `r·m` and `r·c`, with the catch-up of rows read before the mean |
 //! | `reference.rs` | `--reference`: ids and ranges, or the `auto` set |
+//!
+//! The candidates are the best rows outside the reference set (those are
+//! expected to be untrained: listing them tells nothing new); the set is
+//! summarised, and listed after them with `--include-reference`. When
+//! the `auto` set finds neither placeholders nor rows without a token,
+//! the groups of byte-identical rows are the reference (see
+//! `score::reference`), at the cost of a hashing read and a second
+//! scoring of the matrices.
 
 mod pass;
 mod plan;
@@ -67,6 +75,8 @@ pub struct Request {
     pub reference: ReferenceSpec,
     /// Test whether some text reaches each listed token.
     pub reachability: bool,
+    /// List the reference rows after the candidates.
+    pub include_reference: bool,
     /// Draw progress bars for long passes.
     pub progress: bool,
 }
@@ -90,12 +100,21 @@ pub struct ReferenceSummary {
     pub placeholders: usize,
     /// Rows without a token among them (auto).
     pub unreachable: usize,
+    /// Rows in groups of byte-identical rows among them (auto, for a
+    /// model with neither placeholders nor rows without a token).
+    pub identical: usize,
+    /// Reference rows at or above the strong threshold.
+    pub strong: usize,
+    /// No reference rows: the scores are the norms' alone, a fallback in
+    /// which a high score says a row is small, not that it is untrained.
+    pub fallback: bool,
 }
 
 /// One ranked row.
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
-    /// 1-based rank by score.
+    /// 1-based rank by score, among the rows outside the reference set
+    /// (or, for a reference row, among those).
     pub rank: usize,
     /// Row id.
     pub id: u32,
@@ -103,7 +122,8 @@ pub struct Candidate {
     pub token: Option<String>,
     /// Token kind; null when no token has this id.
     pub kind: Option<TokenKind>,
-    /// Whether the row is in the reference set.
+    /// Whether the row is in the reference set (listed after the others,
+    /// with `--include-reference`).
     pub reference: bool,
     /// Whether some text encodes to a sequence holding this id, as the
     /// tokenizer runs (null: not tested or not known, see
@@ -154,7 +174,8 @@ pub struct UndertrainedReport {
     pub scored: usize,
     /// The distribution of the combined score.
     pub histogram: Histogram,
-    /// The best-ranked rows, `--top` of them.
+    /// The best-ranked rows outside the reference set, `--top` of them;
+    /// then, with `--include-reference`, the reference rows by score.
     pub candidates: Vec<Candidate>,
     /// What the reader should know about how the scores were made.
     pub notes: Vec<Note>,
@@ -235,6 +256,26 @@ pub fn run_loading<E: From<Error> + Send>(
         rows,
         name: first.name(),
     };
+    let mut measured = plan::measure(&matrices, req, load, &held, &clock)?;
+    if req.reference == ReferenceSpec::Auto && measured.reference.ids.is_empty() {
+        // Neither placeholders nor rows without a token: rows that never
+        // moved from a shared value are the reference, if there are any,
+        // and every row is scored again against their mean.
+        let identical = clock.time("identical rows", || {
+            crate::score::reference::identical(&first)
+        });
+        if !identical.ids.is_empty() {
+            let ids = identical.ids.iter().map(|&i| (u64::from(i), u64::from(i)));
+            let again = Request {
+                reference: ReferenceSpec::Ids(ids.collect()),
+                ..req.clone()
+            };
+            let passes = measured.passes;
+            measured = plan::measure(&matrices, &again, |_| Ok(None), &held, &clock)?;
+            measured.passes += passes;
+            measured.reference = identical;
+        }
+    }
     let plan::Measured {
         ind,
         reference,
@@ -242,7 +283,7 @@ pub fn run_loading<E: From<Error> + Send>(
         component_rows,
         component_iterations,
         component_within_noise,
-    } = plan::measure(&matrices, req, load, &held, &clock)?;
+    } = measured;
     let read: Vec<_> = [embed.and(embed_t), head.and(head_t)]
         .into_iter()
         .flatten()
@@ -259,7 +300,7 @@ pub fn run_loading<E: From<Error> + Send>(
                 };
                 format!("{why}, so no reference rows: scores use the row norms only; give known-untrained ids with --reference")
             }
-            _ => "no reference rows (no reserved placeholder entries, and every row has a token): scores use the row norms only; give known-untrained ids with --reference".to_string(),
+            _ => "no reference rows (no reserved placeholder entries, every row has a token, and no two rows are byte-identical): scores use the row norms only, so a high score says a row is small, not that it is untrained; give known-untrained ids with --reference".to_string(),
         });
     }
     notes.extend(measured_notes(head.as_ref(), &ind, &reference.ids));
@@ -278,13 +319,21 @@ pub fn run_loading<E: From<Error> + Send>(
             detail: true,
         });
     }
-    let ranked = clock.time("scores", || rank(&ind, rows, req.top));
+    let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
+    let ranked = clock.time("scores", || rank(&ind, rows, req.top, &reference.ids));
+    // The reference rows by score, after the others when asked for.
+    let mut listed_ref: Vec<u32> = match req.include_reference {
+        true => reference.ids.clone(),
+        false => Vec::new(),
+    };
+    listed_ref.sort_by(crate::score::robust::best_first(&ranked.scores));
+    let listed: Vec<u32> = ranked.order.iter().chain(&listed_ref).copied().collect();
     // The pages are let go on all cores while the reachability test (one
     // thread, most of the time) runs.
     let reachable = std::thread::scope(|s| {
         s.spawn(|| clock.time("release pages", || ckpt.release(&read)));
         match vocab.filter(|_| req.tests_reachability()) {
-            Some(v) => clock.time("reachability", || v.reached(&ranked.order)),
+            Some(v) => clock.time("reachability", || v.reached(&listed)),
             None => Ok(Vec::new()),
         }
     });
@@ -295,14 +344,16 @@ pub fn run_loading<E: From<Error> + Send>(
         });
         Vec::new()
     });
-    let in_ref = |id: u32| reference.ids.binary_search(&id).is_ok();
     let pick = |v: &Option<Vec<f32>>, i: u32| v.as_ref().map(|v| v[i as usize]);
-    let candidates = ranked
-        .order
+    let outside = ranked.order.len();
+    let candidates = listed
         .iter()
         .enumerate()
         .map(|(rank, &id)| Candidate {
-            rank: rank + 1,
+            rank: match rank < outside {
+                true => rank + 1,
+                false => rank - outside + 1,
+            },
             id,
             token: vocab.and_then(|v| v.readable(id)),
             kind: vocab.and_then(|v| v.kind(id)),
@@ -335,6 +386,9 @@ pub fn run_loading<E: From<Error> + Send>(
             rows: reference.ids.len(),
             placeholders: reference.placeholders,
             unreachable: reference.unreachable,
+            identical: reference.identical,
+            strong: ranked.strong_ids.iter().filter(|&&i| in_ref(i)).count(),
+            fallback: reference.ids.is_empty(),
         },
         indicators: ranked.indicators,
         passes,
@@ -372,11 +426,13 @@ struct Ranked {
     strong_ids: Vec<u32>,
 }
 
-/// Scores every row from `ind` and picks the `top` best.
-fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
+/// Scores every row from `ind` and picks the `top` best outside
+/// `reference` (ascending).
+fn rank(ind: &Indicators, rows: usize, top: usize, reference: &[u32]) -> Ranked {
     let (indicators, scores) = ind.scores(rows);
     let histogram = histogram(&scores, BINS);
-    let (order, scored, strong_ids) = best_rows(&scores, top);
+    let (order, scored, strong_ids) =
+        best_rows(&scores, top, |id| reference.binary_search(&id).is_ok());
     Ranked {
         indicators,
         scores,
@@ -387,12 +443,16 @@ fn rank(ind: &Indicators, rows: usize, top: usize) -> Ranked {
     }
 }
 
-/// The `top` rows of finite `scores`, best first (as
+/// The `top` rows of finite `scores` but those `left_out`, best first (as
 /// [`best_first`](crate::score::robust::best_first)
 /// orders them), with the count of finite scores and the rows at or above
-/// [`STRONG`], in one pass: a heap keeps the best `top` so far, its worst
-/// on top, which most rows do not pass.
-fn best_rows(scores: &[f64], top: usize) -> (Vec<u32>, usize, Vec<u32>) {
+/// [`STRONG`] (of all rows), in one pass: a heap keeps the best `top` so
+/// far, its worst on top, which most rows do not pass.
+fn best_rows(
+    scores: &[f64],
+    top: usize,
+    left_out: impl Fn(u32) -> bool,
+) -> (Vec<u32>, usize, Vec<u32>) {
     // `--top` may be any number: no more rows than there are.
     let top = top.min(scores.len());
     // Greater is worse: a lower score, then a higher id.
@@ -406,6 +466,9 @@ fn best_rows(scores: &[f64], top: usize) -> (Vec<u32>, usize, Vec<u32>) {
             continue;
         }
         scored += 1;
+        if left_out(id) {
+            continue;
+        }
         let row = (Reverse(median::key(s)), id);
         if best.len() < top {
             best.push(row);
@@ -483,14 +546,18 @@ mod tests {
             .collect();
         sorted.sort_by(best_first(&scores));
         for top in [0, 1, 5, 43, 297, 1000, usize::MAX] {
-            let (order, scored, strong) = best_rows(&scores, top);
+            let (order, scored, strong) = best_rows(&scores, top, |_| false);
             assert_eq!(order, sorted[..top.min(297)], "top {top}");
             assert_eq!(scored, 297);
             let want: Vec<u32> = (0..300).filter(|&i| scores[i as usize] >= STRONG).collect();
             assert_eq!(strong, want);
         }
         // -0.0 ranks below 0.0, as `total_cmp` has it.
-        let (order, _, _) = best_rows(&[-0.0, 0.0], 2);
+        let (order, _, _) = best_rows(&[-0.0, 0.0], 2, |_| false);
+        assert_eq!(order, [1, 0]);
+        let (order, _, _) = best_rows(&[3.0, 2.0, 1.0], 2, |id| id == 0);
+        assert_eq!(order, [1, 2]);
+        let (order, _, _) = best_rows(&[-0.0, 0.0], 2, |_| false);
         assert_eq!(order, [1, 0]);
     }
 }
