@@ -49,7 +49,13 @@ fn written(model: &str, name: &str, extra: &[&str]) -> Vec<u8> {
 #[test]
 fn every_row_carries_the_numbers_undertrained_ranks() {
     let model = fixture("untrained");
-    let ranked = json(&["undertrained", &model, "--top", "1000"]);
+    let ranked = json(&[
+        "undertrained",
+        &model,
+        "--top",
+        "1000",
+        "--include-reference",
+    ]);
     let all = json(&["rows", &model]);
     assert_eq!(rows(&all).len(), 345);
     assert_eq!(all["indicators"], ranked["indicators"]);

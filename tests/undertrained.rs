@@ -23,10 +23,6 @@ fn candidate(v: &Value, id: u64) -> &Value {
         .unwrap_or_else(|| panic!("no candidate {id} in {v}"))
 }
 
-fn untrained() -> BTreeSet<u64> {
-    PLANTED.iter().chain(&REFERENCE).copied().collect()
-}
-
 #[test]
 fn planted_rows_rank_first_by_every_indicator() {
     let model = fixture("untrained");
@@ -35,24 +31,43 @@ fn planted_rows_rank_first_by_every_indicator() {
         (Some("head"), vec!["head_cosine"], true),
         (Some("embed"), vec!["embed_distance"], false),
     ] {
-        let mut args = vec!["undertrained", &model, "--top", "12"];
+        let mut args = vec!["undertrained", &model, "--top", "12", "--include-reference"];
         if let Some(m) = matrix {
             args.extend(["--matrix", m]);
         }
         let v = json(&args);
+        // The 12 best rows outside the reference set, then its 6 rows.
         let ranked = ids(&v["candidates"]);
-        assert_eq!(ranked.len(), 12, "{matrix:?}");
-        let first: BTreeSet<u64> = ranked[..11].iter().copied().collect();
-        assert_eq!(first, untrained(), "{matrix:?}: {ranked:?}");
+        assert_eq!(ranked.len(), 18, "{matrix:?}");
+        let first: BTreeSet<u64> = ranked[..5].iter().copied().collect();
+        assert_eq!(first, PLANTED.into(), "{matrix:?}: {ranked:?}");
+        let last: BTreeSet<u64> = ranked[12..].iter().copied().collect();
+        assert_eq!(last, REFERENCE.into(), "{matrix:?}: {ranked:?}");
         assert_eq!(v["strong"], 11, "{matrix:?}");
         assert_eq!(v["strong_outside_reference"], 5, "{matrix:?}");
+        assert_eq!(v["reference"]["strong"], 6, "{matrix:?}");
         let strong: Vec<bool> = v["candidates"]
             .as_array()
             .unwrap()
             .iter()
             .map(|c| c["strong"].as_bool().unwrap())
             .collect();
-        assert_eq!(strong, [vec![true; 11], vec![false]].concat());
+        assert_eq!(
+            strong,
+            [vec![true; 5], vec![false; 7], vec![true; 6]].concat()
+        );
+        let refs: Vec<bool> = v["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["reference"].as_bool().unwrap())
+            .collect();
+        assert_eq!(refs, [vec![false; 12], vec![true; 6]].concat());
+        // Without the flag: the rows outside the set only.
+        let mut args = args;
+        args.retain(|a| *a != "--include-reference");
+        let outside = ids(&json(&args)["candidates"]);
+        assert_eq!(outside, ranked[..12], "{matrix:?}");
         assert_eq!(v["indicators"], serde_json::json!(indicators));
         let passes = v["passes"].as_u64().unwrap();
         let component_rows = v["component_rows"].as_u64().unwrap();
@@ -70,7 +85,13 @@ fn planted_rows_rank_first_by_every_indicator() {
 
 #[test]
 fn json_has_every_field() {
-    let v = json(&["undertrained", &fixture("untrained"), "--top", "12"]);
+    let v = json(&[
+        "undertrained",
+        &fixture("untrained"),
+        "--top",
+        "12",
+        "--include-reference",
+    ]);
     assert_eq!(v["embedding"], "model.embed_tokens.weight");
     assert_eq!(v["head"], "lm_head.weight");
     assert_eq!(v["rows"], 345);
@@ -78,7 +99,10 @@ fn json_has_every_field() {
     assert_eq!(v["threshold"], 5.0);
     assert_eq!(
         v["reference"],
-        serde_json::json!({"source": "auto", "rows": 6, "placeholders": 4, "unreachable": 2})
+        serde_json::json!({
+            "source": "auto", "rows": 6, "placeholders": 4, "unreachable": 2,
+            "identical": 0, "strong": 6, "fallback": false,
+        })
     );
     assert_eq!(v["histogram"]["counts"].as_array().unwrap().len(), 48);
     let total: u64 = v["histogram"]["counts"]
@@ -161,11 +185,17 @@ fn explicit_reference_ids() {
         "180-183, 338",
         "--top",
         "11",
+        "--include-reference",
     ]);
     assert_eq!(v["reference"]["source"], "ids");
     assert_eq!(v["reference"]["rows"], 5);
-    let first: BTreeSet<u64> = ids(&v["candidates"]).into_iter().collect();
-    assert_eq!(first, untrained());
+    // The best rows outside the given set (the six auto ones first), then
+    // the set.
+    let listed = ids(&v["candidates"]);
+    let first: BTreeSet<u64> = listed[..6].iter().copied().collect();
+    assert_eq!(first, REFERENCE.into());
+    let last: BTreeSet<u64> = listed[11..].iter().copied().collect();
+    assert_eq!(last, PLANTED.into());
     assert_eq!(candidate(&v, 180)["reference"], true);
     assert_eq!(candidate(&v, 339)["reference"], false);
     assert_eq!(v["strong_outside_reference"], 6);
@@ -178,6 +208,7 @@ fn explicit_reference_ids() {
         "180 - 183 338 181-182,180",
         "--top",
         "11",
+        "--include-reference",
     ]);
     assert_eq!(same["reference"]["rows"], 5);
     assert_eq!(same["candidates"], v["candidates"]);
@@ -275,7 +306,7 @@ fn text_shows_the_chart_the_cut_and_the_table() {
     );
     assert_eq!(
         lines[1],
-        "reference     6 rows (4 reserved placeholders, 2 rows without a token)"
+        "reference     6 rows (4 reserved placeholders, 2 rows without a token), 6 of them look untrained; candidates are the rows outside it"
     );
     let chart = lines
         .iter()
@@ -422,6 +453,7 @@ fn any_top_lists_every_scored_row() {
         &fixture("untrained"),
         "--top",
         "100000000000",
+        "--include-reference",
     ]);
     assert_eq!(v["candidates"].as_array().expect("candidates").len(), 345);
 }

@@ -47,8 +47,16 @@ fn chart(r: &UndertrainedReport, style: &Style, out: &mut String) {
         ))
     );
     let _ = writeln!(out, "{}", sparkline(&h.counts));
-    if r.reference.fallback {
+    if r.reference.fallback && h.max >= r.threshold {
         // Norms alone are no evidence: no row is called strong.
+        let at = h.bin_of(r.threshold);
+        let _ = writeln!(
+            out,
+            "{}^ {:.1}: {} rows score past it on norms alone, which is no evidence that they are untrained: none is called strong",
+            " ".repeat(at),
+            r.threshold,
+            count(r.strong as u64),
+        );
     } else if h.max >= r.threshold {
         let at = h.bin_of(r.threshold);
         let _ = writeln!(

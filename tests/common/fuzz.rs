@@ -293,6 +293,7 @@ pub fn commands(model: &Path) -> embscope::Result<()> {
         matrix: None,
         reference: ReferenceSpec::Auto,
         reachability: true,
+        include_reference: true,
         progress: false,
     };
     let load =
