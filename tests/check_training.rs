@@ -362,3 +362,32 @@ fn a_long_line_is_cut_and_the_rest_counted() {
         format!("{}:2", p.display())
     );
 }
+
+#[test]
+fn info_lists_the_added_tokens_and_check_names_the_untrained_ones() {
+    let v = crate::common::json(&["info", &fixture("chat/base")]);
+    let added = v["added_tokens"].as_array().expect("added_tokens");
+    assert_eq!(added.len(), 9);
+    assert_eq!(
+        added[4],
+        serde_json::json!({"id": 343, "text": "<|eot_id|>", "special": true})
+    );
+    assert_eq!(v["tokenizer"]["added"], 9);
+    let text = crate::common::text(&["info", "fixtures/chat/base"], 0);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("added"))
+        .expect("added line");
+    assert_eq!(
+        line,
+        "added       9 (9 special): 339 \"<|begin_of_text|>\", 340 \"<|end_of_text|>\", 341 \"<|start_header_id|>\", 342 \"<|end_header_id|>\", … 5 more"
+    );
+    // The chat tokens, not the placeholders (expected untrained) nor the
+    // trained begin and end of text.
+    let (_, findings) = check(&[&fixture("chat/base")]);
+    let f = with_code(&findings, "added-untrained");
+    assert_eq!(f.len(), 1, "{findings:?}");
+    assert_eq!(named(f[0]), untrained());
+    let (_, findings) = check(&[&fixture("chat/instruct")]);
+    assert!(with_code(&findings, "added-untrained").is_empty());
+}

@@ -48,6 +48,20 @@ pub struct InfoReport {
     pub tensor_count: usize,
     /// The tokenizer, when `tokenizer.json` is there.
     pub tokenizer: Option<TokenizerSummary>,
+    /// Every added token (tokenizer.json `added_tokens`; for a GGUF
+    /// vocabulary, its control and user-defined tokens), in file order.
+    pub added_tokens: Vec<AddedEntry>,
+}
+
+/// One added token.
+#[derive(Debug, Serialize)]
+pub struct AddedEntry {
+    /// The id it is added under.
+    pub id: u32,
+    /// Its text.
+    pub text: String,
+    /// Whether it is marked special.
+    pub special: bool,
 }
 
 /// One file of the checkpoint.
@@ -128,6 +142,13 @@ pub fn run(ckpt: &Checkpoint, roles: &Roles, vocab: Option<&Vocab>) -> InfoRepor
         tie: roles.tie.clone(),
         tensor_count: ckpt.tensors.len(),
         tokenizer: vocab.map(Vocab::summary),
+        added_tokens: (vocab.map_or(&[][..], Vocab::added_tokens).iter())
+            .map(|a| AddedEntry {
+                id: a.id,
+                text: a.content.clone(),
+                special: a.special,
+            })
+            .collect(),
     }
 }
 

@@ -150,8 +150,33 @@ impl Human for InfoReport {
                 }
             },
         );
+        if !self.added_tokens.is_empty() {
+            line("added", added(&self.added_tokens));
+        }
         out
     }
+}
+
+/// Added tokens shown in text; `--json` lists them all.
+const ADDED_SHOWN: usize = 4;
+
+/// `9 (9 special): 339 "<|begin_of_text|>", 340 "x" not special, … 7 more`.
+fn added(tokens: &[crate::cmd::info::AddedEntry]) -> String {
+    let special = tokens.iter().filter(|a| a.special).count();
+    let mut parts: Vec<String> = (tokens.iter().take(ADDED_SHOWN))
+        .map(|a| {
+            let plain = if a.special { "" } else { " not special" };
+            format!("{} {:?}{plain}", a.id, a.text)
+        })
+        .collect();
+    if tokens.len() > ADDED_SHOWN {
+        parts.push(format!("… {} more", tokens.len() - ADDED_SHOWN));
+    }
+    format!(
+        "{} ({special} special): {}",
+        count(tokens.len() as u64),
+        parts.join(", ")
+    )
 }
 
 fn role(t: Option<&RoleTensor>, none: &str, style: &Style) -> String {

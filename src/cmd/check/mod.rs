@@ -27,8 +27,10 @@
 //! | `norms.rs` | every row's norm and the rows of note, for `check --plot` |
 //! | `untrained_rows.rs` | which rows of each matrix look untrained, for the training findings |
 //! | `data.rs` | `--data`: the tokens of a training set, counted on every core, against those rows |
+//! | `added.rs` | the added tokens among those rows: `added-untrained` |
 //! | `template.rs` | the chat template's own tokens against those rows: `template-uses-untrained` |
 
+mod added;
 mod candidates;
 mod data;
 mod duplicates;
@@ -383,6 +385,7 @@ impl<'a> Check<'a> {
         findings.extend(from_values);
         findings.extend((embed.as_ref()).and_then(|e| candidates::finding(&s, e, &mut strong)));
         let untrained = untrained_rows::UntrainedRows::new(&s, &scanned, embed.as_ref());
+        findings.extend(added::finding(&s, &untrained));
         findings.extend(template::findings(&s, &emitted, &untrained));
         findings.extend(data::findings(&s, &counted, &untrained));
         let belonging = mismatch::findings(&s, &scanned, related.as_ref(), &mut findings);
