@@ -365,9 +365,14 @@ impl Model {
                 let mut roles = self.roles.clone();
                 roles.compare_head(&self.ckpt);
                 let load = || load_vocab(&self.ckpt);
+                let training = check::Training {
+                    templates: check::Templates::of_model(&self.ckpt),
+                    data: Vec::new(),
+                };
                 let report = check::run(
                     &self.ckpt,
                     &roles,
+                    &training,
                     false,
                     load,
                     |_| Ok::<_, embscope::Error>(()),
@@ -397,6 +402,7 @@ impl Model {
             matrix: matrix.map(args::matrix).transpose()?,
             reference: reference.map_or(Ok(ReferenceSpec::Auto), Reference::read)?,
             reachability,
+            include_reference: false,
             progress: false,
         };
         let (doc, notes) = py
@@ -425,6 +431,7 @@ impl Model {
             matrix: None,
             reference: reference.map_or(Ok(ReferenceSpec::Auto), Reference::read)?,
             reachability: false,
+            include_reference: true,
             progress: false,
         };
         let (report, notes) = py
