@@ -64,7 +64,6 @@ fn planted_rows_rank_first_by_every_indicator() {
             .collect();
         assert_eq!(refs, [vec![false; 12], vec![true; 6]].concat());
         // Without the flag: the rows outside the set only.
-        let mut args = args;
         args.retain(|a| *a != "--include-reference");
         let outside = ids(&json(&args)["candidates"]);
         assert_eq!(outside, ranked[..12], "{matrix:?}");
