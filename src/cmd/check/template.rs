@@ -38,7 +38,7 @@ pub struct Templates {
     /// The templates, in the order they were found.
     pub found: Vec<ChatTemplate>,
     /// The special-token strings declared beside them (the model's own
-    /// declarations fill in the rest, see [`tokens`]).
+    /// declarations fill in the rest).
     pub tokens: TemplateTokens,
     /// Whether they were named with `--chat-template` (rather than read
     /// from the model's files).
