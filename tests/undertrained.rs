@@ -456,3 +456,53 @@ fn any_top_lists_every_scored_row() {
     ]);
     assert_eq!(v["candidates"].as_array().expect("candidates").len(), 345);
 }
+
+#[test]
+fn without_placeholders_identical_rows_are_the_reference() {
+    // Rows 10 "is" and 11 "was" are byte-identical, and the vocabulary has
+    // no placeholder and a token for every row.
+    let model = fixture("defects/duplicate-rows");
+    let v = json(&["undertrained", &model, "--top", "5"]);
+    assert_eq!(
+        v["reference"],
+        serde_json::json!({
+            "source": "auto", "rows": 2, "placeholders": 0, "unreachable": 0,
+            "identical": 2, "strong": 2, "fallback": false,
+        })
+    );
+    assert!(!ids(&v["candidates"]).contains(&10));
+    let with = json(&["undertrained", &model, "--top", "5", "--include-reference"]);
+    let listed = ids(&with["candidates"]);
+    assert_eq!(listed[..5], ids(&v["candidates"])[..]);
+    let mut tail = listed[5..].to_vec();
+    tail.sort_unstable();
+    assert_eq!(tail, [10, 11]);
+    let out = text(&["undertrained", "fixtures/defects/duplicate-rows"], 0);
+    assert!(
+        out.contains(
+            "reference     2 rows (in groups of byte-identical rows), 2 of them look untrained"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_norm_only_fallback_says_so_and_stars_nothing() {
+    // Without a tokenizer and with no identical rows: norms alone.
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::path::Path::new(&fixture("untrained")).to_path_buf();
+    for f in ["config.json", "model.safetensors"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let model = dir.path().to_str().unwrap();
+    let v = json(&["undertrained", model, "--top", "5"]);
+    assert_eq!(v["reference"]["fallback"], true);
+    assert_eq!(v["reference"]["rows"], 0);
+    let out = text(&["undertrained", model, "--top", "5"], 0);
+    assert!(
+        out.contains("reference     none: scores from the norms alone"),
+        "{out}"
+    );
+    assert!(out.contains("none is called strong"), "{out}");
+    assert!(!out.contains('*'), "{out}");
+}

@@ -207,12 +207,16 @@ impl Human for UndertrainedReport {
             })
             .collect();
         out.push_str(&table(&header, &right, rows));
+        let strong = match self.reference.fallback {
+            true => "",
+            false => "* strong candidate; ",
+        };
         let _ = writeln!(
             out,
             "{}",
-            style.dim(
-                "* strong candidate; ref: in the reference set; reach: some text encodes to it"
-            )
+            style.dim(&format!(
+                "{strong}ref: in the reference set; reach: some text encodes to it"
+            ))
         );
         out
     }
