@@ -117,6 +117,7 @@ fn undertrained_request(progress: bool) -> undertrained::Request {
         matrix: None,
         reference: ReferenceSpec::Auto,
         reachability: true,
+        include_reference: false,
         progress,
     }
 }
