@@ -170,11 +170,15 @@ fn added(tokens: &[crate::cmd::info::AddedEntry]) -> String {
         })
         .collect();
     if tokens.len() > ADDED_SHOWN {
-        parts.push(format!("… {} more", tokens.len() - ADDED_SHOWN));
+        parts.push(format!(
+            "… {} more",
+            count((tokens.len() - ADDED_SHOWN) as u64)
+        ));
     }
     format!(
-        "{} ({special} special): {}",
+        "{} ({} special): {}",
         count(tokens.len() as u64),
+        count(special as u64),
         parts.join(", ")
     )
 }
