@@ -160,6 +160,11 @@ pub(super) fn count(
         out.failed = Some("no tokenizer to encode it with".into());
         return out;
     };
+    // A tokenizer that cannot encode at all says so once, not per line.
+    if let Err(e) = vocab.encode_ids("") {
+        out.failed = Some(e.to_string());
+        return out;
+    }
     let size = vocab.size();
     let slots = rayon::current_num_threads() + 1;
     let workers: Vec<Mutex<Worker>> = (0..slots).map(|_| Mutex::new(Worker::new(size))).collect();
@@ -469,4 +474,31 @@ pub(super) fn findings(s: &Subject, c: &Counted, rows: &UntrainedRows) -> Vec<Fi
         }),
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_lose_their_ends_and_the_last_needs_none() {
+        let mut r = std::io::Cursor::new(b"a\r\nb\n\nc".to_vec());
+        let mut got = Vec::new();
+        let mut line = Vec::new();
+        while read_line(&mut r, &mut line).unwrap() {
+            got.push(String::from_utf8(std::mem::take(&mut line)).unwrap());
+        }
+        assert_eq!(got, ["a", "b", "", "c"]);
+    }
+
+    #[test]
+    fn places_order_by_file_then_line() {
+        assert!(at(0, 5) < at(0, 6));
+        assert!(at(0, u64::MAX) < at(1, 1));
+        let c = Counted {
+            files: vec!["a.txt".into(), "b.jsonl".into()],
+            ..Counted::default()
+        };
+        assert_eq!(place(&c, at(1, 42)), "b.jsonl:42");
+    }
 }
