@@ -18,6 +18,7 @@
 //! which turns a read of a file truncated meanwhile into a one-line error.
 
 mod aligned;
+pub mod alloc_budget;
 pub mod checkpoint;
 pub mod cli;
 pub mod cmd;

@@ -2,7 +2,8 @@
 //! own tokens have untrained rows (`template-uses-untrained`, exit 1),
 //! read from every place a template is kept or given with
 //! `--chat-template`; a trained instruct model stays clean; a template
-//! that refuses a role, fails or loops is a warning.
+//! that refuses a role, fails or loops is a warning; one that allocates
+//! without bound is refused.
 
 use serde_json::Value;
 
@@ -232,6 +233,39 @@ fn templates_that_refuse_fail_or_loop() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_template_that_allocates_without_bound_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = fixture("chat/base");
+    // Each doubles a value in a few instructions (a terabyte by the end),
+    // or copies a large string in a loop: fuel does not see either.
+    for (name, text) in [
+        (
+            "strings.jinja",
+            "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+        ),
+        (
+            "lists.jinja",
+            "{% set ns = namespace(s=[1]) %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}",
+        ),
+        (
+            "copies.jinja",
+            "{% set b = 'x' * 100000000 %}{% for i in range(10000) %}{% set c = b ~ 'y' %}{% endfor %}",
+        ),
+    ] {
+        let t = dir.path().join(name);
+        std::fs::write(&t, text).unwrap();
+        let t = t.to_string_lossy().into_owned();
+        let start = std::time::Instant::now();
+        let err = fails(
+            &["check", &base, "--chat-template", &t],
+            "allocates more than 256 MiB at once or 4 GiB in all",
+        );
+        assert!(err.contains(name), "{err}");
+        assert!(start.elapsed().as_secs() < 30, "{name}");
+    }
 }
 
 #[test]

@@ -23,6 +23,10 @@ use pyo3::prelude::*;
 
 use model::Model;
 
+/// Bounds what a chat template's render may allocate, as in the binary.
+#[global_allocator]
+static ALLOC: embscope::alloc_budget::Budgeted = embscope::alloc_budget::Budgeted;
+
 create_exception!(
     embscope,
     Error,

@@ -16,7 +16,10 @@
 //! the text is capped at [`MAX_TEMPLATE_BYTES`], a render at [`FUEL`]
 //! instructions and [`RECURSION`] levels, and its output at
 //! [`MAX_OUTPUT_BYTES`], so a template that loops, recurses or grows
-//! fails with a message instead of hanging.
+//! fails with a message instead of hanging. What a render allocates is
+//! bounded by [`MAX_RENDER_HELD`] and [`MAX_RENDER_ASKED`]: past it the process stops with a
+//! one-line error (exit 2), as an allocation that fails cannot be turned
+//! into a message.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -42,6 +45,16 @@ pub const RECURSION: usize = 64;
 /// Bytes a render may produce: the sample conversation renders to well
 /// under a kB.
 pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
+
+/// Bytes a render may hold allocated at once (see `alloc_budget`): a
+/// real template holds some kB rendering a conversation; one that
+/// doubles a string in a loop is stopped here.
+pub const MAX_RENDER_HELD: usize = 256 << 20;
+
+/// Bytes a render may ask for in all, freed or not: a loop copying a
+/// large string is stopped here, after a second or so of copying, while
+/// fuel still bounds loops that allocate little.
+pub const MAX_RENDER_ASKED: usize = 4 << 30;
 
 /// The date `strftime_now` gives, fixed so that a render does not depend
 /// on the day it runs: 26 July 2024, as Llama 3.1's template defaults to.
@@ -265,6 +278,8 @@ pub fn render(
 pub struct Renderer<'a> {
     env: Environment<'a>,
     tokens: BTreeMap<String, minijinja::Value>,
+    /// The line printed if a render allocates past its bound.
+    refusal: String,
 }
 
 impl<'a> Renderer<'a> {
@@ -297,7 +312,17 @@ impl<'a> Renderer<'a> {
             .iter()
             .map(|(k, v)| (k.clone(), minijinja::Value::from(v.as_str())))
             .collect();
-        Ok(Renderer { env, tokens })
+        let refusal = format!(
+            "chat template `{}` allocates more than {} MiB at once or {} GiB in all rendering a conversation (real ones use some kB); refused",
+            template.label(),
+            MAX_RENDER_HELD >> 20,
+            MAX_RENDER_ASKED >> 30
+        );
+        Ok(Renderer {
+            env,
+            tokens,
+            refusal,
+        })
     }
 
     /// Renders `messages` (anything that serialises as a list of
@@ -319,11 +344,13 @@ impl<'a> Renderer<'a> {
         );
         ctx.insert("tools".into(), minijinja::Value::from(()));
         let mut out = Capped(Vec::new());
-        compiled.render_captured_to(ctx, &mut out).map_err(|e| {
-            match out.0.len() >= MAX_OUTPUT_BYTES {
-                true => RenderFailure(format!("the output grows past {MAX_OUTPUT_BYTES} bytes")),
-                false => failed(e),
-            }
+        let rendered =
+            crate::alloc_budget::within(MAX_RENDER_HELD, MAX_RENDER_ASKED, &self.refusal, || {
+                compiled.render_captured_to(ctx, &mut out).map(drop)
+            });
+        rendered.map_err(|e| match out.0.len() >= MAX_OUTPUT_BYTES {
+            true => RenderFailure(format!("the output grows past {MAX_OUTPUT_BYTES} bytes")),
+            false => failed(e),
         })?;
         String::from_utf8(out.0).map_err(|_| RenderFailure("the output is not UTF-8".into()))
     }
