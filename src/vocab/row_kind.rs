@@ -70,26 +70,34 @@ impl RowKinds<'_> {
     /// unused below its size), then a reserved placeholder, a special
     /// token, an added one, and what its text is.
     pub fn of(&self, id: u32) -> RowKind {
-        let v = self.vocab;
-        let Some(token) = v.token(id) else {
-            return if (id as usize) < v.size() {
-                RowKind::Unused
-            } else {
-                RowKind::Padding
-            };
-        };
-        if is_placeholder(token) || v.is_unused(id) {
-            RowKind::Reserved
-        } else if v.is_special(id) {
-            RowKind::Special
-        } else if self.added.contains(&id) {
-            RowKind::Added
-        } else {
-            match v.kind(id) {
+        self.of_note(id)
+            .unwrap_or_else(|| match self.vocab.kind(id) {
                 Some(TokenKind::Byte) => RowKind::Byte,
                 Some(TokenKind::PartialUtf8) => RowKind::PartialUtf8,
                 _ => RowKind::Normal,
-            }
+            })
+    }
+
+    /// The kind of row `id` when it is not an entry of text (padding,
+    /// unused, reserved, special, added), without reading the entry's
+    /// text: what marks rows in a picture, asked of every row.
+    pub fn of_note(&self, id: u32) -> Option<RowKind> {
+        let v = self.vocab;
+        let Some(token) = v.token(id) else {
+            return Some(if (id as usize) < v.size() {
+                RowKind::Unused
+            } else {
+                RowKind::Padding
+            });
+        };
+        if is_placeholder(token) || v.is_unused(id) {
+            Some(RowKind::Reserved)
+        } else if v.is_special(id) {
+            Some(RowKind::Special)
+        } else if self.added.contains(&id) {
+            Some(RowKind::Added)
+        } else {
+            None
         }
     }
 }

@@ -67,10 +67,10 @@ pub(super) fn gather(s: &Subject, scanned: &mut [Scanned], strong: Vec<u32>) -> 
     if let Some(v) = s.vocab {
         let kinds = v.row_kinds();
         for id in 0..rows as u32 {
-            match kinds.of(id) {
-                RowKind::Special => sets[0].push(id),
-                RowKind::Reserved | RowKind::Unused => sets[1].push(id),
-                RowKind::Padding => sets[2].push(id),
+            match kinds.of_note(id) {
+                Some(RowKind::Special) => sets[0].push(id),
+                Some(RowKind::Reserved | RowKind::Unused) => sets[1].push(id),
+                Some(RowKind::Padding) => sets[2].push(id),
                 _ => {}
             }
         }
