@@ -32,6 +32,27 @@ pub struct Axis<'a> {
     pub log: bool,
 }
 
+/// The x axis of a chart of horizontal bars: a grid line at each of
+/// about `ticks` ticks of `xs` across `plot`, the tick marks under it and
+/// their labels.
+pub fn x_grid(svg: &mut Svg, plot: Rect, xs: &Scale, ticks: usize) {
+    for (v, label) in xs.ticks(ticks) {
+        let px = xs.at(v);
+        svg.line((px, plot.y), (px, plot.bottom()), Stroke::solid(GRID, 1.0));
+        svg.line(
+            (px, plot.bottom()),
+            (px, plot.bottom() + 4.0),
+            Stroke::solid(INK, 1.0),
+        );
+        svg.text(
+            px,
+            plot.bottom() + 6.0 + TICK,
+            &label,
+            TextStyle::new(TICK).anchor(Anchor::Middle).class("tick"),
+        );
+    }
+}
+
 /// Draws the frame of an x–y chart in `area`: `title` on top, then the
 /// plot box with a grid at the ticks, the ticks labelled, and each axis
 /// named (a log axis says so). Returns the plot box and the scales onto it.

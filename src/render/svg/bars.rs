@@ -3,7 +3,7 @@
 //! bar's total at its end. Parts take viridis colours far apart in
 //! lightness, so that they stay apart in grey.
 
-use super::axes::{INK, Key, LABEL, TICK, TITLE};
+use super::axes::{self, INK, Key, LABEL, TICK, TITLE};
 use super::doc::{Anchor, Rect, Stroke, Svg, TextStyle};
 use super::palette::viridis;
 use super::scale::{Scale, compact};
@@ -84,25 +84,7 @@ impl Bars<'_> {
             plot.x,
             plot.right(),
         );
-        for (v, label) in xs.ticks((plot.w / 90.0).max(2.0) as usize) {
-            let px = xs.at(v);
-            svg.line(
-                (px, plot.y),
-                (px, plot.bottom()),
-                Stroke::solid("#e4e4e4", 1.0),
-            );
-            svg.line(
-                (px, plot.bottom()),
-                (px, plot.bottom() + 4.0),
-                Stroke::solid(INK, 1.0),
-            );
-            svg.text(
-                px,
-                plot.bottom() + 6.0 + TICK,
-                &label,
-                TextStyle::new(TICK).anchor(Anchor::Middle).class("tick"),
-            );
-        }
+        axes::x_grid(svg, plot, &xs, (plot.w / 90.0).max(2.0) as usize);
         let pitch = plot.h / self.bars.len().max(1) as f64;
         let thick = (pitch * 0.7).min(MAX_BAR);
         let n = self.parts.len();

@@ -3,7 +3,7 @@
 //! the top candidates of a score. Bars at or past the threshold are dark,
 //! the others light, so the two stay apart in grey print too.
 
-use super::axes::{INK, LABEL, TICK, TITLE};
+use super::axes::{self, INK, LABEL, TICK, TITLE};
 use super::doc::{Anchor, Rect, Stroke, Svg, TextStyle};
 use super::histogram::Cut;
 use super::scale::Scale;
@@ -70,25 +70,7 @@ impl Ranking<'_> {
             plot.x,
             plot.right(),
         );
-        for (v, label) in xs.ticks((plot.w / 70.0).max(2.0) as usize) {
-            let px = xs.at(v);
-            svg.line(
-                (px, plot.y),
-                (px, plot.bottom()),
-                Stroke::solid("#e4e4e4", 1.0),
-            );
-            svg.line(
-                (px, plot.bottom()),
-                (px, plot.bottom() + 4.0),
-                Stroke::solid(INK, 1.0),
-            );
-            svg.text(
-                px,
-                plot.bottom() + 6.0 + TICK,
-                &label,
-                TextStyle::new(TICK).anchor(Anchor::Middle).class("tick"),
-            );
-        }
+        axes::x_grid(svg, plot, &xs, (plot.w / 70.0).max(2.0) as usize);
         // The threshold first, so the values printed over it stay readable.
         if let (Some(c), Some(at)) = (&self.cut, cut) {
             let px = xs.at(at);
