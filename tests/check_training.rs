@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::common::{embscope, fails, fixture};
+use crate::common::{embscope, fails, fixture, fixture_copy};
 
 /// The untrained chat tokens of `fixtures/chat/base`.
 const UNTRAINED: [(u64, &str); 3] = [
@@ -266,6 +266,58 @@ fn a_template_that_allocates_without_bound_is_refused_in_one_line() {
         assert!(err.contains(name), "{err}");
         assert!(start.elapsed().as_secs() < 30, "{name}");
     }
+}
+
+#[test]
+fn a_template_file_that_cannot_be_read_is_an_unreadable_file() {
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "tokenizer_config.json",
+            "number",
+            "`chat_template` is neither a string nor a list of named templates",
+        ),
+        (
+            "tokenizer_config.json",
+            "unnamed",
+            "`chat_template` lists an entry without a string `name` and `template`",
+        ),
+        ("chat_template.json", "not json", "not valid JSON"),
+    ];
+    for (file, how, fault) in cases {
+        let model = fixture_copy("chat/base");
+        let path = model.path().join(file);
+        let text = match how {
+            "not json" => "{bad".to_string(),
+            _ => {
+                let mut c: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+                c["chat_template"] = match how {
+                    "number" => serde_json::json!(123),
+                    _ => serde_json::json!([{"name": 1, "template": 2}]),
+                };
+                c.to_string()
+            }
+        };
+        std::fs::write(&path, text).unwrap();
+        let (code, findings) = check(&[model.path().to_str().unwrap()]);
+        assert_eq!(code, 1, "{how}");
+        let u = with_code(&findings, "unreadable-file");
+        assert_eq!(u.len(), 1, "{how}: {u:?}");
+        let message = u[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains(file) && message.contains(fault),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("its chat templates are not checked"),
+            "{message}"
+        );
+    }
+    // Not JSON at all: one finding for the file, from the special tokens.
+    let model = fixture_copy("chat/base");
+    std::fs::write(model.path().join("tokenizer_config.json"), "{bad").unwrap();
+    let (_, findings) = check(&[model.path().to_str().unwrap()]);
+    assert_eq!(with_code(&findings, "unreadable-file").len(), 1);
 }
 
 #[test]

@@ -328,6 +328,7 @@ impl<'a> Check<'a> {
                 let mut findings = header::findings(&s);
                 findings.extend(special::findings(&s));
                 let emitted = template::emitted(&training.templates, vocab);
+                findings.extend(template::unreadable_finding(&training.templates, &s));
                 findings.extend(template::early_findings(&emitted));
                 let renderer = template::renderer(&training.templates, vocab);
                 let counted = data::count(&training.data, vocab, renderer.as_ref());

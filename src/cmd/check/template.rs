@@ -21,7 +21,7 @@ use serde_json::json;
 
 use super::untrained_rows::UntrainedRows;
 use super::{Finding, Severity, Subject, ids_phrase};
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, Unreadable};
 use crate::vocab::Vocab;
 use crate::vocab::chat_template::{
     self, ChatTemplate, Message, RenderFailure, TemplateTokens, render,
@@ -43,23 +43,38 @@ pub struct Templates {
     /// Whether they were named with `--chat-template` (rather than read
     /// from the model's files).
     pub given: bool,
+    /// A file of the model that keeps templates and could not be read
+    /// (bad JSON, a `chat_template` that is neither a string nor a list
+    /// of named ones): its templates are not checked.
+    pub unreadable: Option<Unreadable>,
 }
 
 impl Templates {
     /// The model's own templates: its files and GGUF metadata. A file
-    /// that cannot be read gives none (the `unreadable-file` finding
-    /// names it).
+    /// that cannot be read gives none, and is kept for its
+    /// `unreadable-file` finding.
     pub fn of_model(ckpt: &Checkpoint) -> Templates {
         // A GGUF file's vocabulary is its metadata's, whatever lies
         // beside it.
         let (found, tokens) = match ckpt.gguf_metadata() {
             Some(meta) => (chat_template::in_gguf(meta), TemplateTokens::new()),
-            None => chat_template::in_dir(&ckpt.sources.dir).unwrap_or_default(),
+            None => match chat_template::in_dir(&ckpt.sources.dir) {
+                Ok(read) => read,
+                Err(e) => {
+                    let dir = &ckpt.sources.dir;
+                    let unreadable = Unreadable::from_error(&e, &dir.join("tokenizer_config.json"));
+                    return Templates {
+                        unreadable: Some(unreadable),
+                        ..Templates::default()
+                    };
+                }
+            },
         };
         Templates {
             found,
             tokens,
             given: false,
+            unreadable: None,
         }
     }
 
@@ -82,6 +97,7 @@ impl Templates {
                         found,
                         tokens,
                         given: true,
+                        unreadable: None,
                     }
                 }
             };
@@ -98,6 +114,7 @@ impl Templates {
             found,
             tokens,
             given: true,
+            unreadable: None,
         })
     }
 }
@@ -245,6 +262,26 @@ fn own_ids(text: &str, vocab: &Vocab) -> Result<Vec<u32>> {
 
 /// The warnings known before the value pass: templates that did not
 /// render or encode.
+/// The `unreadable-file` error of a file the model keeps templates in,
+/// unless the header findings name it already (a tokenizer_config.json
+/// that is not JSON is unreadable for the special tokens too).
+pub(super) fn unreadable_finding(t: &Templates, s: &Subject) -> Option<Finding> {
+    let u = t.unreadable.as_ref()?;
+    if s.unreadable.iter().any(|(known, _)| known.file == u.file) {
+        return None;
+    }
+    Some(Finding::new(
+        Severity::Error,
+        "unreadable-file",
+        format!(
+            "`{}` is unreadable: {}; its chat templates are not checked",
+            u.file.display(),
+            u.fault
+        ),
+        json!({"file": u.file.display().to_string(), "fault": u.fault}),
+    ))
+}
+
 pub(super) fn early_findings(emitted: &[Emitted]) -> Vec<Finding> {
     emitted
         .iter()
