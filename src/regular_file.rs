@@ -5,7 +5,9 @@
 //! [`Error::NotRegularFile`] that says what it is.
 //!
 //! The files a user names for input of their own (`--batch FILE`,
-//! `--batch -`) are not held to it: a pipe is the point there.
+//! `--batch -`, `--data FILE`) are held to less: a pipe is the point
+//! there (`--data <(zcat data.jsonl.gz)`), but a device such as
+//! `/dev/zero` still never ends, and a directory is no input ([`input`]).
 
 use std::fs::Metadata;
 use std::path::Path;
@@ -27,6 +29,28 @@ pub fn found(path: &Path, expected: &'static str) -> Result<Option<Metadata>> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(Error::io(path, err)),
     }
+}
+
+/// Checks that `path`, input a user named, is a regular file or a FIFO
+/// (a pipe, process substitution); a directory, device or socket is an
+/// error naming what it is and `expected`. A path where nothing is, or
+/// that cannot be looked at, is left for opening it to report.
+pub fn input(path: &Path, expected: &'static str) -> Result<()> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    #[cfg(unix)]
+    let fifo = std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type());
+    #[cfg(not(unix))]
+    let fifo = false;
+    if meta.is_file() || fifo {
+        return Ok(());
+    }
+    Err(Error::NotRegularFile {
+        path: path.to_path_buf(),
+        kind: kind(&meta),
+        expected,
+    })
 }
 
 /// What a path that is not a regular file is, in words.
@@ -57,6 +81,22 @@ pub fn kind(meta: &Metadata) -> &'static str {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_takes_files_and_pipes_but_no_device_or_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("queries.txt");
+        assert!(input(&file, "a text file").is_ok());
+        std::fs::write(&file, "king").unwrap();
+        assert!(input(&file, "a text file").is_ok());
+        let err = input(Path::new("/dev/zero"), "a text file").unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("is not a regular file (a character device); expected a text file"),
+            "{err}"
+        );
+        assert!(input(dir.path(), "a text file").is_err());
+    }
 
     #[test]
     fn regular_files_absent_ones_and_the_rest_are_told_apart() {

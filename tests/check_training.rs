@@ -432,6 +432,15 @@ fn a_data_file_that_is_not_there_is_bad_input() {
 }
 
 #[test]
+#[cfg(unix)]
+fn a_device_is_no_data_file() {
+    fails(
+        &["check", &fixture("chat/base"), "--data", "/dev/zero"],
+        "`/dev/zero` is not a regular file (a character device); expected a data file",
+    );
+}
+
+#[test]
 fn a_long_line_is_cut_and_the_rest_counted() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("long.txt");

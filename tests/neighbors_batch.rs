@@ -172,3 +172,30 @@ fn what_fails_every_line_alike_stops_the_batch() {
         "no query",
     );
 }
+
+#[test]
+fn an_endless_line_or_a_device_is_bounded() {
+    // A line past the bound fails alone, without being held.
+    let mut stdin = b"Paris\n".to_vec();
+    stdin.extend(vec![b'x'; 3 << 20]);
+    stdin.extend(b"\nParis\n");
+    let (code, json, err) = run(&["--batch", "-"], stdin);
+    assert_eq!(code, Some(2));
+    assert_eq!(json["queries"].as_array().unwrap().len(), 2);
+    assert_eq!(json["errors"][0]["line"], 2);
+    assert!(
+        err.contains("line 2 of standard input: longer than 1024 KiB"),
+        "{err}"
+    );
+    // A device never ends: refused before any work.
+    #[cfg(unix)]
+    fails(
+        &[
+            "neighbors",
+            &fixture("llama-sharded"),
+            "--batch",
+            "/dev/zero",
+        ],
+        "`/dev/zero` is not a regular file (a character device); expected a file of queries",
+    );
+}

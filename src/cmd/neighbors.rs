@@ -82,32 +82,80 @@ pub struct Batch {
 impl Batch {
     /// Reads the file at `path`, named in messages as given.
     pub fn read_file(path: &Path) -> Result<Batch> {
+        crate::regular_file::input(path, "a file of queries, one a line")?;
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         Batch::read(&path.display().to_string(), file)
     }
 
     /// Reads `reader` to its end, one query a line, naming it `source`.
+    /// A line longer than [`MAX_QUERY_LINE`] is an error of its own, and
+    /// is skipped without being held.
     pub fn read(source: &str, reader: impl Read) -> Result<Batch> {
         let mut batch = Batch {
             source: source.to_string(),
             lines: Vec::new(),
             unread: Vec::new(),
         };
-        for (i, line) in BufReader::new(reader).split(b'\n').enumerate() {
-            let line = line.map_err(|e| Error::io(Path::new(source), e))?;
+        let io_error = |e| Error::io(Path::new(source), e);
+        let mut reader = BufReader::new(reader);
+        let mut line = Vec::new();
+        for n in 1.. {
+            line.clear();
+            let cap = MAX_QUERY_LINE as u64 + 1;
+            let read = (&mut reader).take(cap).read_until(b'\n', &mut line);
+            if read.map_err(io_error)? == 0 {
+                break;
+            }
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            } else if line.len() > MAX_QUERY_LINE {
+                skip_line(&mut reader).map_err(io_error)?;
+                batch.unread.push(LineError {
+                    line: n,
+                    query: String::from_utf8_lossy(&line[..40]).trim().to_string() + " …",
+                    message: format!(
+                        "longer than {} KiB: a query is a word, an expression or a text",
+                        MAX_QUERY_LINE >> 10
+                    ),
+                });
+                continue;
+            }
             match std::str::from_utf8(&line) {
                 Ok(text) if text.trim().is_empty() => {}
                 Ok(text) => batch
                     .lines
-                    .push((i + 1, QuerySpec::Expr(text.trim().to_string()))),
+                    .push((n, QuerySpec::Expr(text.trim().to_string()))),
                 Err(e) => batch.unread.push(LineError {
-                    line: i + 1,
+                    line: n,
                     query: String::from_utf8_lossy(&line).trim().to_string(),
                     message: format!("not UTF-8 text (byte {} of the line)", e.valid_up_to() + 1),
                 }),
             }
         }
         Ok(batch)
+    }
+}
+
+/// Bytes a line of `--batch` may have: far more than any query.
+pub const MAX_QUERY_LINE: usize = 1 << 20;
+
+/// Reads past the next newline (or to the end), holding nothing.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
     }
 }
 

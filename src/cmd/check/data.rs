@@ -48,13 +48,8 @@ pub struct DataFile {
 impl DataFile {
     /// Opens `path` for reading.
     pub fn open(path: &Path) -> Result<DataFile> {
+        crate::regular_file::input(path, "a data file (text or JSONL)")?;
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        if file.metadata().is_ok_and(|m| m.is_dir()) {
-            return Err(Error::bad_file(
-                path,
-                "expected a data file, found a directory",
-            ));
-        }
         Ok(DataFile {
             path: path.to_path_buf(),
             file,
