@@ -62,13 +62,38 @@ fn parse_error(e: &clap::Error, args: &[OsString]) -> u8 {
         .collect();
     match crate::usage::one_line(e, &Cli::command(), &rest) {
         Some(line) => {
-            eprintln!("embscope: {line}");
+            eprintln!("embscope: {}", with_tip(line, e, &rest));
             2
         }
         None => {
             let _ = e.print();
             u8::try_from(e.exit_code()).unwrap_or(2)
         }
+    }
+}
+
+/// `line` with what to write instead, where a word of the command line
+/// was taken for something the command has not: `lookup MODEL '#5'`
+/// names rows as `neighbors` does its queries, but `lookup` takes them
+/// with options.
+fn with_tip(line: String, e: &clap::Error, args: &[String]) -> String {
+    let stray = e
+        .get(clap::error::ContextKind::InvalidArg)
+        .map(ToString::to_string)
+        .filter(|a| !a.starts_with('-'));
+    let lookup = args.iter().any(|a| a == "lookup");
+    match stray {
+        Some(a) if lookup && e.kind() == clap::error::ErrorKind::UnknownArgument => {
+            let id = a.strip_prefix('#').unwrap_or(&a);
+            let instead = match id.parse::<u64>() {
+                Ok(id) => format!("--id {id}"),
+                Err(_) => format!("--token '{a}'"),
+            };
+            format!(
+                "{line}; lookup names rows with --id, --token or --text: `embscope lookup MODEL {instead}`"
+            )
+        }
+        _ => line,
     }
 }
 
@@ -98,6 +123,21 @@ mod tests {
         assert!(!e.contains('\n'));
         let e = error_of(&["embscope", "lookup", "m", "--id", "1", "--fulll"]);
         assert!(e.contains("'--full'"), "{e}");
+    }
+
+    #[test]
+    fn a_lookup_query_after_model_is_shown_as_an_option() {
+        let tip = |args: &[&str]| {
+            let err = Cli::try_parse_from(args).expect_err("parse fails");
+            let rest: Vec<String> = args[1..].iter().map(|a| a.to_string()).collect();
+            with_tip(one_line(&err, &Cli::command(), &rest).unwrap(), &err, &rest)
+        };
+        let e = tip(&["embscope", "lookup", "m", "#5"]);
+        assert!(e.ends_with("`embscope lookup MODEL --id 5`"), "{e}");
+        let e = tip(&["embscope", "lookup", "m", "king"]);
+        assert!(e.ends_with("`embscope lookup MODEL --token 'king'`"), "{e}");
+        let e = tip(&["embscope", "lookup", "m", "--id", "1", "--fulll"]);
+        assert!(!e.contains("names rows"), "{e}");
     }
 
     #[test]
