@@ -4,7 +4,7 @@
 //! library's command with the GIL released, and hands the report back as
 //! the command's `--json` dict, or its rows as numpy arrays.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use pyo3::prelude::*;
@@ -359,16 +359,30 @@ impl Model {
     }
 
     /// The consistency audit, as `embscope check --json` prints it.
-    fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// `chat_template` checks that template (a `.jinja` or JSON file, or
+    /// another MODEL) against this model's rows instead of its own, as
+    /// `--chat-template`; `data` counts the untrained-looking tokens of
+    /// training data files (text or JSONL), as `--data`.
+    #[pyo3(signature = (*, chat_template=None, data=None))]
+    fn check<'py>(
+        &self,
+        py: Python<'py>,
+        chat_template: Option<String>,
+        data: Option<Vec<PathBuf>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let doc = py
             .detach(|| -> embscope::Result<_> {
+                let data = (data.iter().flatten())
+                    .map(|p| check::DataFile::open(p))
+                    .collect::<embscope::Result<Vec<_>>>()?;
                 let mut roles = self.roles.clone();
                 roles.compare_head(&self.ckpt);
                 let load = || load_vocab(&self.ckpt);
-                let training = check::Training {
-                    templates: check::Templates::of_model(&self.ckpt),
-                    data: Vec::new(),
+                let templates = match &chat_template {
+                    Some(arg) => check::Templates::given(arg)?,
+                    None => check::Templates::of_model(&self.ckpt),
                 };
+                let training = check::Training { templates, data };
                 let report = check::run(
                     &self.ckpt,
                     &roles,
@@ -386,8 +400,9 @@ impl Model {
 
     /// Rows ranked by how untrained they look, as `embscope undertrained
     /// --json` prints them. `matrix` scores one matrix only; `reference`
-    /// is `"auto"`, ids as `--reference` writes them, or a list of ids.
-    #[pyo3(signature = (top=30, *, matrix=None, reference=None, reachability=true))]
+    /// is `"auto"`, ids as `--reference` writes them, or a list of ids;
+    /// `include_reference` lists the reference rows after the others.
+    #[pyo3(signature = (top=30, *, matrix=None, reference=None, reachability=true, include_reference=false))]
     fn undertrained<'py>(
         &self,
         py: Python<'py>,
@@ -395,6 +410,7 @@ impl Model {
         matrix: Option<&str>,
         reference: Option<Reference>,
         reachability: bool,
+        include_reference: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.sound()?;
         let req = undertrained::Request {
@@ -402,7 +418,7 @@ impl Model {
             matrix: matrix.map(args::matrix).transpose()?,
             reference: reference.map_or(Ok(ReferenceSpec::Auto), Reference::read)?,
             reachability,
-            include_reference: false,
+            include_reference,
             progress: false,
         };
         let (doc, notes) = py

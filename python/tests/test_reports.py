@@ -26,6 +26,21 @@ def test_check_equals_the_cli(model):
     assert embscope.open(fixture(model)).check() == cli_json("check", fixture(model))
 
 
+def test_check_takes_a_chat_template_and_data_as_the_cli_does():
+    base = fixture("chat/base")
+    template = fixture("chat/llama3.jinja")
+    data = [fixture("chat/data.jsonl"), fixture("chat/data.txt")]
+    m = embscope.open(base)
+    report = m.check(chat_template=template, data=data)
+    assert report == cli_json(
+        "check", base, "--chat-template", template, "--data", data[0], "--data", data[1]
+    )
+    codes = {f["code"] for f in report["findings"]}
+    assert {"template-uses-untrained", "data-uses-untrained"} <= codes
+    with pytest.raises(embscope.Error, match="no/such.jsonl"):
+        m.check(data=["/no/such.jsonl"])
+
+
 def test_undertrained_equals_the_cli():
     model = fixture("untrained")
     m = embscope.open(model)
@@ -36,6 +51,7 @@ def test_undertrained_equals_the_cli():
     assert m.undertrained(reference=[0, 1, 2, 3, 9], reachability=False) == cli_json(
         "undertrained", model, "--reference", "0-3,9", "--no-reachable"
     )
+    assert m.undertrained(include_reference=True) == cli_json("undertrained", model, "--include-reference")
 
 
 def test_rows_are_the_columns_of_the_cli():
