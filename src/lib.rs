@@ -9,7 +9,8 @@
 //! pass, [`search`] finds the nearest ones, [`query`] resolves queries to
 //! rows, `rows` holds the per-row loops, [`score`] how untrained each row
 //! looks); the [`cmd`] modules compute plain reports,
-//! none importing another; [`render`] prints them as text or JSON. On top,
+//! none importing another, and [`report`] makes one page of several;
+//! [`render`] prints them as text, JSON or pictures. On top,
 //! [`cli`] parses the command line with clap and resolves it once into the
 //! plain requests these modules take, so nothing below it knows clap;
 //! [`usage`] holds its conventions (value parsers, one-line argument
@@ -32,6 +33,7 @@ pub mod progress;
 pub mod query;
 mod regular_file;
 pub mod render;
+pub mod report;
 pub mod roles;
 mod rows;
 mod same_hash;

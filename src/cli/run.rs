@@ -496,7 +496,7 @@ fn report(
     model: &str,
     output: &Path,
     base: Option<&str>,
-    request: &cmd::report::Request,
+    request: &crate::report::Request,
     config: &Config,
 ) -> std::result::Result<(), Stop> {
     let out = &config.out;
@@ -514,7 +514,7 @@ fn report(
         vocab: base_vocab.as_ref(),
     });
     let loading = Loading::new(&ckpt, true);
-    let report = cmd::report::run(&ckpt, &roles, || loading.load(&mut |_| {}), base, request)?;
+    let report = crate::report::run(&ckpt, &roles, || loading.load(&mut |_| {}), base, request)?;
     print_notes(out, &loading.notes());
     let page = render::report::page(&report);
     write_whole(file, page.as_bytes())?;

@@ -2,8 +2,8 @@
 //! a plain report. No printing and no number crunching beyond arithmetic here.
 //! Commands never import each other: what two share lives below them
 //! (`crate::query`, `crate::rows`, `crate::score`, the streaming pass).
-//! `report` alone is made of the others: it calls their functions, so
-//! that its page shows their reports and no second computation of them.
+//! The `report` page, made of several commands' reports, sits above them
+//! (`crate::report`).
 //!
 //! | file | command |
 //! |---|---|
@@ -17,14 +17,12 @@
 //! | `check/` | `check`: the consistency audit |
 //! | `undertrained/` | `undertrained`: rows ranked by how untrained they look |
 //! | `diff/` | `diff`: what a fine-tune changed, added and removed |
-//! | `report/` | `report`: the page's data, made of the commands above, and a map of the embedding |
 
 pub mod check;
 pub mod diff;
 pub mod info;
 pub mod lookup;
 pub mod neighbors;
-pub mod report;
 pub mod rows;
 pub mod similarity;
 pub mod size;

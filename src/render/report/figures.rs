@@ -3,10 +3,10 @@
 //! and the map of the embedding's rows (a scatter, the rows of note in
 //! their own shapes, a few of them named).
 
-use crate::cmd::report::{Group, MapReport, WhatIf};
 use crate::cmd::size::SizeReport;
 use crate::render::count;
 use crate::render::svg::{Bar, Bars, Point, Rect, Scatter, Svg};
+use crate::report::{Group, MapReport, WhatIf};
 
 /// Most rows of each highlighted group named on the map.
 const NAMED: usize = 12;

@@ -22,8 +22,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::cmd::diff::MatrixDiff;
-use crate::cmd::report::Report;
 use crate::render::{Style, bytes, count, plural};
+use crate::report::Report;
 use html::esc;
 
 /// The style sheet: readable on a screen, one section a page in print,

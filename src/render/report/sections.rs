@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 use super::figures::{map_svg, scenario, size_svg};
 use super::html::{Cell, code, esc, facts, figure, json_block, missing, table};
 use crate::cmd::check::CheckReport;
-use crate::cmd::report::{MapReport, Report};
 use crate::cmd::undertrained::UndertrainedReport;
 use crate::render::check::{check_svg, evidence_lines};
 use crate::render::undertrained::{token_kind, undertrained_svg};
 use crate::render::{bytes, count, json, percent, plural, shape};
+use crate::report::{MapReport, Report};
 use crate::roles::TieStatus;
 
 /// A section: its id, heading, and body.

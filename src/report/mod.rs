@@ -1,10 +1,9 @@
-//! `report`: one page of a model's vocabulary layers, made of the other
+//! `report`: one page of a model's vocabulary layers, made of the
 //! commands' reports: `info` and `size` (with what-if figures), `check`,
 //! `undertrained`, with a base model `diff`, and a map of the embedding's
-//! rows. It is the one
-//! command that calls the others' library functions, so that the page
-//! shows their `--json` and nothing computed a second way; `render::report`
-//! draws it.
+//! rows. It sits above the commands, which never import each other, and
+//! calls their library functions, so that the page shows their `--json`
+//! and nothing computed a second way; `render::report` draws it.
 //!
 //! The matrices are read as few times as the commands allow: the
 //! vocabulary loads once, while `check`'s value pass runs, and is handed
@@ -34,13 +33,13 @@ use serde::Serialize;
 pub use map::{MapReport, Point};
 pub use what_if::WhatIf;
 
-use super::check::{Check, CheckReport, ValuePass};
-use super::diff::{self, DiffReport};
-use super::info::{self, InfoReport};
-use super::rows::{self, Row, RowKind, RowsReport, Scored};
-use super::size::{self, Scenario, SizeReport};
-use super::undertrained::{self, ReferenceSpec, UndertrainedReport};
 use crate::checkpoint::Checkpoint;
+use crate::cmd::check::{Check, CheckReport, ValuePass};
+use crate::cmd::diff::{self, DiffReport};
+use crate::cmd::info::{self, InfoReport};
+use crate::cmd::rows::{self, Row, RowKind, RowsReport, Scored};
+use crate::cmd::size::{self, Scenario, SizeReport};
+use crate::cmd::undertrained::{self, ReferenceSpec, UndertrainedReport};
 use crate::progress::Progress;
 use crate::roles::{Roles, Which};
 use crate::rows::component::Plane;
