@@ -236,6 +236,25 @@ impl Dtype {
             .map(|&(_, n, b)| (n, b))
     }
 
+    /// `values` stored as this dtype, little-endian, as a file holds
+    /// them: the bytes tests build matrices from. F32, F64, BF16 and F16.
+    #[cfg(test)]
+    pub(crate) fn encode(self, values: &[f32]) -> Vec<u8> {
+        match self {
+            Dtype::F32 => values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Dtype::F64 => (values.iter())
+                .flat_map(|&x| f64::from(x).to_le_bytes())
+                .collect(),
+            Dtype::BF16 => (values.iter())
+                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+                .collect(),
+            Dtype::F16 => (values.iter())
+                .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                .collect(),
+            other => panic!("no test writer for {other}"),
+        }
+    }
+
     /// The block-quantized GGUF types, in ggml's order.
     #[cfg(test)]
     pub(crate) fn quantized() -> impl Iterator<Item = Dtype> {

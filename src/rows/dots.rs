@@ -160,6 +160,7 @@ pub(crate) fn axpy<const FMA: bool, T: Row>(acc: &mut [f32], ys: &[f32], rows: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::Dtype;
     use crate::rows::row::Bf16;
 
     #[test]
@@ -171,10 +172,7 @@ mod tests {
         let values: Vec<f32> = (0..n * cols)
             .map(|i| ((i * 7919 % 1009) as f32 - 500.0) / 333.0)
             .collect();
-        let bytes: Vec<u8> = values
-            .iter()
-            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-            .collect();
+        let bytes = Dtype::BF16.encode(&values);
         let v0: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.37).sin()).collect();
         let v1: Vec<f32> = (0..cols).map(|j| (j as f32 * 0.11).cos()).collect();
         let f32_row = |i: usize| &values[i * cols..(i + 1) * cols];
@@ -211,10 +209,7 @@ mod tests {
         assert_eq!(d, ((0..37).map(|i| (i * i) as f32).sum(), [666.0, 1332.0]));
         assert_eq!(dots::<false, 1>(r.as_slice(), [&twos]), (d.0, [1332.0]));
         assert_eq!(dots::<false, 0>(r.as_slice(), []), (d.0, []));
-        let bytes: Vec<u8> = r
-            .iter()
-            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-            .collect();
+        let bytes = Dtype::BF16.encode(&r);
         assert_eq!(dots::<false, 2>(Bf16(&bytes), [&ones, &twos]), d);
         let mut acc = vec![1.0; 37];
         axpy::<false, _>(&mut acc, &[2.0], &[Bf16(&bytes)]);

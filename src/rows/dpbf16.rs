@@ -141,6 +141,7 @@ unsafe fn rows_avx512bf16(raw: &[u8], v: &Bf16Vectors, out: &mut Vec<[f32; 3]>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::Dtype;
     use crate::rows::dots::dots;
     use crate::rows::row::Bf16;
 
@@ -167,10 +168,7 @@ mod tests {
             values[3 * cols + 5] = f32::NAN;
             values[4 * cols + 1] = f32::INFINITY;
             values[5 * cols..6 * cols].fill(0.0);
-            let bytes: Vec<u8> = values
-                .iter()
-                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-                .collect();
+            let bytes = Dtype::BF16.encode(&values);
             let m = rounded(
                 &(0..cols)
                     .map(|j| wave(j, 1.31) * 3e-3 + 1e-3)

@@ -142,6 +142,7 @@ fn finish(mut acc: [u64; 8], tail: &[u8], len: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::Dtype;
     use crate::rows::row::Bf16;
 
     #[test]
@@ -193,10 +194,7 @@ mod tests {
         let values: Vec<f32> = (0..300)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 8.0)
             .collect();
-        let bf16: Vec<u8> = values
-            .iter()
-            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-            .collect();
+        let bf16 = Dtype::BF16.encode(&values);
         let key = values_key(values.as_slice(), 9.5);
         assert_eq!(key, values_key(Bf16(&bf16), 9.5));
         assert_ne!(key, values_key(values.as_slice(), 9.25));

@@ -342,21 +342,6 @@ fn flush(sums: &mut [f64], run: &mut [f32]) {
 mod tests {
     use super::*;
 
-    fn bytes(dtype: Dtype, v: &[f32]) -> Vec<u8> {
-        match dtype {
-            Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Dtype::BF16 => v
-                .iter()
-                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-                .collect(),
-            Dtype::F16 => v
-                .iter()
-                .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
-                .collect(),
-            other => panic!("no writer for {other}"),
-        }
-    }
-
     /// Values that BF16, F16 and F32 all hold exactly.
     fn row(n: usize, seed: usize) -> Vec<f32> {
         (0..n)
@@ -427,7 +412,7 @@ mod tests {
         };
         for bd in [Dtype::BF16, Dtype::F32, Dtype::F16] {
             for td in [Dtype::BF16, Dtype::F32, Dtype::F16] {
-                let (b, t) = (bytes(bd, &base), bytes(td, &tuned));
+                let (b, t) = (bd.encode(&base), td.encode(&tuned));
                 let tb = t.len() / 3;
                 let others = [Some(&t[..tb]), None, Some(&t[2 * tb..])];
                 let mut sums = vec![0f64; cols];

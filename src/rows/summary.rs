@@ -186,27 +186,11 @@ mod tests {
     use super::*;
     use crate::rows::dots::madd;
     use crate::rows::row::L;
-    use half::{bf16, f16};
-
-    fn bytes_of(dtype: Dtype, v: &[f32]) -> Vec<u8> {
-        match dtype {
-            Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Dtype::BF16 => v
-                .iter()
-                .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
-                .collect(),
-            Dtype::F16 => v
-                .iter()
-                .flat_map(|&x| f16::from_f32(x).to_le_bytes())
-                .collect(),
-            Dtype::F64 => v.iter().flat_map(|&x| f64::from(x).to_le_bytes()).collect(),
-            other => panic!("no writer for {other}"),
-        }
-    }
+    use half::bf16;
 
     /// Every compiled path on one row.
     fn all_paths(dtype: Dtype, v: &[f32]) -> Vec<RowSummary> {
-        let raw = bytes_of(dtype, v);
+        let raw = dtype.encode(v);
         let mut scratch = Vec::new();
         let mut results = Vec::new();
         let mut run = |f: &dyn Fn(&mut Vec<f32>, &mut Vec<RowSummary>)| {
@@ -264,7 +248,7 @@ mod tests {
             total
         };
         for dtype in [Dtype::F32, Dtype::BF16, Dtype::F16] {
-            let raw = bytes_of(dtype, &v);
+            let raw = dtype.encode(&v);
             let mut scratch = Vec::new();
             for fma in [false, true] {
                 let mut out = Vec::new();

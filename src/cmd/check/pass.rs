@@ -275,20 +275,6 @@ mod tests {
     use super::*;
     use crate::dtype::Dtype;
 
-    fn stored(dtype: Dtype, v: &[f32]) -> Vec<u8> {
-        match dtype {
-            Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Dtype::BF16 => v
-                .iter()
-                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-                .collect(),
-            _ => v
-                .iter()
-                .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
-                .collect(),
-        }
-    }
-
     #[test]
     fn rows_of_every_block_are_listed_in_order() {
         // 3000 rows of 512 values, several blocks: every 97th row zero,
@@ -301,7 +287,7 @@ mod tests {
                 _ => 1.0,
             })
             .collect();
-        let bytes = stored(Dtype::F32, &values);
+        let bytes = Dtype::F32.encode(&values);
         let m = Matrix::new("t", &bytes, Dtype::F32, &[rows, cols]).unwrap();
         let stats = scan(&m, &Progress::hidden(), None);
         let every = |n: u32| (0..rows as u32).filter(|r| r % n == 0).collect::<Vec<_>>();
@@ -331,7 +317,7 @@ mod tests {
             .unwrap();
         let dotted = known.get().unwrap().mean.as_ref().unwrap();
         for dtype in [Dtype::BF16, Dtype::F32, Dtype::F16] {
-            let bytes = stored(dtype, &values);
+            let bytes = dtype.encode(&values);
             let m = Matrix::new("t", &bytes, dtype, &[rows, cols]).unwrap();
             // The mean known before the pass: every block is dotted in it.
             let early = scan(&m, &Progress::hidden(), Some(&known));

@@ -206,16 +206,6 @@ mod tests {
     use super::*;
     use crate::dtype::Dtype;
 
-    fn matrix_bytes(dtype: Dtype, values: &[f32]) -> Vec<u8> {
-        match dtype {
-            Dtype::F32 => values.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            _ => values
-                .iter()
-                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-                .collect(),
-        }
-    }
-
     #[test]
     fn pairs_are_counted_and_measured_across_dtypes() {
         // 3000 rows of 96 values (several blocks of the scan): BF16 base,
@@ -234,8 +224,8 @@ mod tests {
         }
         tuned_values.extend(vec![0.25; 2 * cols]);
         let (b, t) = (
-            matrix_bytes(Dtype::BF16, &base_values),
-            matrix_bytes(Dtype::F32, &tuned_values),
+            Dtype::BF16.encode(&base_values),
+            Dtype::F32.encode(&tuned_values),
         );
         let base = Matrix::new("b", &b, Dtype::BF16, &[rows, cols]).unwrap();
         let tuned = Matrix::new("t", &t, Dtype::F32, &[rows + 2, cols]).unwrap();
@@ -259,7 +249,7 @@ mod tests {
         assert_ne!(m.keys[0], m.keys[1]);
         // A NaN in one side only is a change.
         tuned_values[7 * cols + 3] = 1.0;
-        let t = matrix_bytes(Dtype::F32, &tuned_values);
+        let t = Dtype::F32.encode(&tuned_values);
         let tuned = Matrix::new("t", &t, Dtype::F32, &[rows + 2, cols]).unwrap();
         let m = measure(&base, &tuned, &pairing, None, false, &Progress::hidden());
         assert_eq!((m.changed, m.non_finite), (3, 1));
@@ -271,10 +261,7 @@ mod tests {
         // F32 rows against their BF16 rounding.
         let (rows, cols) = (4, 64);
         let values: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.37).sin()).collect();
-        let (b, t) = (
-            matrix_bytes(Dtype::F32, &values),
-            matrix_bytes(Dtype::BF16, &values),
-        );
+        let (b, t) = (Dtype::F32.encode(&values), Dtype::BF16.encode(&values));
         let base = Matrix::new("b", &b, Dtype::F32, &[rows, cols]).unwrap();
         let tuned = Matrix::new("t", &t, Dtype::BF16, &[rows, cols]).unwrap();
         let pairing = Pairing::by_id(rows, rows);

@@ -129,10 +129,7 @@ fn the_first_sweep_makes_the_first_iteration_bit_for_bit() {
     let values: Vec<f32> = (0..rows * cols).map(|i| noise(i) * 3.0).collect();
     let v: Vec<f32> = (0..cols).map(|j| noise(j + 7919)).collect();
     let ids: Vec<usize> = (0..rows).collect();
-    let bf16: Vec<u8> = values
-        .iter()
-        .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-        .collect();
+    let bf16 = Dtype::BF16.encode(&values);
     let f32s = f32_matrix(&values, rows, cols);
     for (dtype, bytes) in [(Dtype::BF16, &bf16), (Dtype::F32, &f32s)] {
         let m = Matrix::new("t", bytes, dtype, &[rows, cols]).unwrap();
