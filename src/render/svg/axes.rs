@@ -53,6 +53,22 @@ pub fn x_grid(svg: &mut Svg, plot: Rect, xs: &Scale, ticks: usize) {
     }
 }
 
+/// Draws `title` (if any) at the top of `area`, centred on `x`.
+pub fn title(svg: &mut Svg, area: Rect, x: f64, title: &str) {
+    if title.is_empty() {
+        return;
+    }
+    svg.text(
+        x,
+        area.y + TITLE + 4.0,
+        title,
+        TextStyle::new(TITLE)
+            .anchor(Anchor::Middle)
+            .bold()
+            .class("title"),
+    );
+}
+
 /// Draws the frame of an x–y chart in `area`: `title` on top, then the
 /// plot box with a grid at the ticks, the ticks labelled, and each axis
 /// named (a log axis says so). Returns the plot box and the scales onto it.
@@ -80,17 +96,7 @@ pub fn frame(svg: &mut Svg, area: Rect, title: &str, x: &Axis, y: &Axis) -> (Rec
         scale(x, plot.x, plot.right()),
         scale(y, plot.bottom(), plot.y),
     );
-    if !title.is_empty() {
-        svg.text(
-            plot.x + plot.w / 2.0,
-            area.y + TITLE + 4.0,
-            title,
-            TextStyle::new(TITLE)
-                .anchor(Anchor::Middle)
-                .bold()
-                .class("title"),
-        );
-    }
+    self::title(svg, area, plot.x + plot.w / 2.0, title);
     let tick = Stroke::solid(INK, 1.0);
     let x_count = (plot.w / 80.0).max(2.0) as usize;
     for (v, label) in xs.ticks(x_count) {

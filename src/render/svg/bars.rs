@@ -65,17 +65,7 @@ impl Bars<'_> {
             0.0
         };
         let plot = area.inset(label_w + 12.0, top + legend_h, 70.0, TICK + LABEL + 26.0);
-        if !self.title.is_empty() {
-            svg.text(
-                plot.x + plot.w / 2.0,
-                area.y + TITLE + 4.0,
-                self.title,
-                TextStyle::new(TITLE)
-                    .anchor(Anchor::Middle)
-                    .bold()
-                    .class("title"),
-            );
-        }
+        axes::title(svg, area, plot.x + plot.w / 2.0, self.title);
         let total = |b: &Bar| b.values.iter().filter(|v| v.is_finite()).sum::<f64>();
         let most = self.bars.iter().map(total).fold(0.0, f64::max);
         let xs = Scale::linear(

@@ -4,7 +4,7 @@
 //! cells are smaller than the text; each cell names its row, column and
 //! value on hover, and prints its value when there is room.
 
-use super::axes::{INK, LABEL, TICK, TITLE};
+use super::axes::{self, INK, LABEL, TICK, TITLE};
 use super::doc::{Anchor, Rect, Stroke, Svg, TextStyle};
 use super::palette::{dark, viridis};
 use super::scale::Scale;
@@ -84,17 +84,7 @@ impl Heatmap<'_> {
             .min(room.h / n.max(1) as f64)
             .min(MAX_CELL);
         let grid = Rect::new(room.x, room.y, cell * m as f64, cell * n as f64);
-        if !self.title.is_empty() {
-            svg.text(
-                grid.x + grid.w / 2.0,
-                area.y + TITLE + 4.0,
-                self.title,
-                TextStyle::new(TITLE)
-                    .anchor(Anchor::Middle)
-                    .bold()
-                    .class("title"),
-            );
-        }
+        axes::title(svg, area, grid.x + grid.w / 2.0, self.title);
         let (lo, hi) = self.range;
         let t = |v: f64| (v - lo) / (hi - lo);
         let d = self.decimals;

@@ -55,15 +55,7 @@ impl Ranking<'_> {
         // Room at the right end for the longest value printed there.
         let value_w = text::width(&format!("{:.*}", self.decimals, -hi.abs()), TICK) + 8.0;
         let plot = area.inset(label_w + 10.0, TOP, value_w + 6.0, TICK + LABEL + 26.0);
-        svg.text(
-            area.x + area.w / 2.0,
-            area.y + TITLE + 4.0,
-            self.title,
-            TextStyle::new(TITLE)
-                .anchor(Anchor::Middle)
-                .bold()
-                .class("title"),
-        );
+        axes::title(svg, area, area.x + area.w / 2.0, self.title);
         let xs = Scale::linear(
             lo,
             if hi > lo { hi } else { lo + 1.0 },
