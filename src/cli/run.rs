@@ -361,22 +361,30 @@ fn lookup(l: &Lookup, config: &Config) -> std::result::Result<(), Stop> {
     }
 }
 
-/// `neighbors`; its exit code is 2 when a line of `--batch` could not be
-/// answered (each is said on stderr with its number, and the others are
-/// answered), as a tool that skips an unreadable input ends.
-fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<u8, Stop> {
-    let (ckpt, roles) = open(&n.model, config).map_err(|e| {
-        let later: Vec<String> = n
-            .request
-            .queries
-            .iter()
+/// Opens MODEL of `command MODEL QUERY...`; when it cannot be opened and
+/// one of the queries is a path, the error says the two look swapped.
+fn open_before_queries(
+    command: &str,
+    model: &str,
+    queries: &[QuerySpec],
+    config: &Config,
+) -> Result<(Checkpoint, Roles)> {
+    open(model, config).map_err(|e| {
+        let later: Vec<String> = (queries.iter())
             .filter_map(|q| match q {
                 QuerySpec::Expr(e) => Some(e.clone()),
                 QuerySpec::Text(_) => None,
             })
             .collect();
-        usage::swapped_model("neighbors", &n.model, &later, "QUERY...").map_or(e, Error::BadInput)
-    })?;
+        usage::swapped_model(command, model, &later, "QUERY...").map_or(e, Error::BadInput)
+    })
+}
+
+/// `neighbors`; its exit code is 2 when a line of `--batch` could not be
+/// answered (each is said on stderr with its number, and the others are
+/// answered), as a tool that skips an unreadable input ends.
+fn neighbors(n: &Neighbors, config: &Config) -> std::result::Result<u8, Stop> {
+    let (ckpt, roles) = open_before_queries("neighbors", &n.model, &n.request.queries, config)?;
     let mut req = n.request.clone();
     req.batch = match &n.batch {
         None => None,
@@ -423,17 +431,7 @@ fn similarity(s: &Similarity, config: &Config) -> std::result::Result<(), Stop> 
     use crate::render::output::Format;
     // The picture's file is checked before any work.
     let plot = s.plot.as_deref().map(OutputFile::create).transpose()?;
-    let (ckpt, roles) = open(&s.model, config).map_err(|e| {
-        let later: Vec<String> = s
-            .queries
-            .iter()
-            .filter_map(|q| match q {
-                QuerySpec::Expr(e) => Some(e.clone()),
-                QuerySpec::Text(_) => None,
-            })
-            .collect();
-        usage::swapped_model("similarity", &s.model, &later, "QUERY...").map_or(e, Error::BadInput)
-    })?;
+    let (ckpt, roles) = open_before_queries("similarity", &s.model, &s.queries, config)?;
     // Rows by id need no tokenizer, but name their tokens when it reads.
     let vocab = match s.queries.iter().any(QuerySpec::needs_vocab) {
         true => needed_vocab(&ckpt, &config.out)?,
